@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// tapeflow — compile-time configuration shared by host and device code.
+#pragma once
+
+#include <cstddef>
+
+// Functions that run on both sides: the per-element derivative math, the tile layout and the
+// tape views. Compiled as plain C++ when no device compiler is involved.
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define TAPEFLOW_HOST_DEVICE __host__ __device__
+#define TAPEFLOW_DEVICE __device__
+#else
+#define TAPEFLOW_HOST_DEVICE
+#define TAPEFLOW_DEVICE
+#endif
+
+#define TAPEFLOW_VERSION_MAJOR 0
+#define TAPEFLOW_VERSION_MINOR 1
+#define TAPEFLOW_VERSION_PATCH 0
+
+namespace tapeflow {
+
+/// Every tape record is aligned to (and sized in multiples of) this many bytes, the unit of the
+/// asynchronous copies (`cp.async` moves 16-byte chunks) and of coalesced record writes.
+inline constexpr std::size_t record_alignment = 16;
+
+}  // namespace tapeflow

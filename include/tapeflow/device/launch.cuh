@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host-side helpers for launching staged reverse kernels from a pipeline_plan.
+#pragma once
+
+#include <tapeflow/device/platform.hpp>
+#include <tapeflow/device/tile_pipeline.cuh>
+#include <tapeflow/error.hpp>
+#include <tapeflow/plan.hpp>
+
+#include <type_traits>
+
+namespace tapeflow::device {
+
+/// Calls `f(std::integral_constant<int, S>{})` with the pipeline variant the plan asks for:
+/// S = plan.stages for the async pipeline, S = 0 for register double-buffering. Checks that the
+/// plan fits the variant before any launch.
+template <class R, class F>
+void with_tile_pipeline(pipeline_plan const& plan, F&& f)
+{
+  TAPEFLOW_EXPECTS(plan.record_bytes == sizeof(R), "the plan was made for records of " +
+                                                     std::to_string(plan.record_bytes) + " bytes, not " +
+                                                     std::to_string(sizeof(R)));
+  TAPEFLOW_EXPECTS(plan.grid_blocks > 0 && plan.block_threads > 0, "the plan has an empty launch shape");
+  if (!plan.async_copy) {
+    TAPEFLOW_EXPECTS(plan.tile_bytes() <= static_cast<std::size_t>(plan.block_threads) * max_register_chunks * 16,
+                     "a tile of " + std::to_string(plan.tile_bytes()) +
+                       " bytes does not fit register double-buffering at " + std::to_string(plan.block_threads) +
+                       " threads");
+    f(std::integral_constant<int, 0>{});
+    return;
+  }
+  switch (plan.stages) {
+    case 2: f(std::integral_constant<int, 2>{}); return;
+    case 3: f(std::integral_constant<int, 3>{}); return;
+    case 4: f(std::integral_constant<int, 4>{}); return;
+    case 5: f(std::integral_constant<int, 5>{}); return;
+    case 6: f(std::integral_constant<int, 6>{}); return;
+    case 7: f(std::integral_constant<int, 7>{}); return;
+    case 8: f(std::integral_constant<int, 8>{}); return;
+    default:
+      TAPEFLOW_FAIL(logic_error, "pipeline stages must be between 2 and 8, got " + std::to_string(plan.stages));
+  }
+}
+
+/// Blocks of `threads` covering `items` work items in a grid-stride loop on `limits`' device.
+inline int grid_for(std::size_t items, int threads, int multiprocessors) noexcept
+{
+  std::size_t const blocks = (items + threads - 1) / threads;
+  std::size_t const cap = static_cast<std::size_t>(multiprocessors) * 32;
+  return static_cast<int>(blocks < cap ? (blocks == 0 ? 1 : blocks) : cap);
+}
+
+}  // namespace tapeflow::device

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+// The staged reverse: a persistent grid walks a layer's tiles last-first, each block staging its
+// next tiles into shared memory while it consumes the current one.
+//
+//   tile_pipeline<R, S>  (S >= 2)  cuda::pipeline + cuda::memcpy_async: S tiles in flight per
+//                                  block (cp.async on sm_80+), producer acquire/commit, consumer
+//                                  wait/release per stage.
+//   tile_pipeline<R, 0>            register double-buffering for targets without async copy: the
+//                                  next tile is loaded into registers while the current one is
+//                                  consumed from shared memory.
+//
+// Reverse kernels read the tape only through these: `consume(tile, staged, first, count)` is
+// called by every thread of the block with the tile's records in shared memory.
+#pragma once
+
+#include <tapeflow/device/views.hpp>
+#include <tapeflow/plan.hpp>
+
+#include <cooperative_groups.h>
+#include <cuda/pipeline>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tapeflow::device {
+
+/// Block `block` of `grid` visits tiles (tiles-1-block), (tiles-1-block-grid), ...: the grid as a
+/// whole walks the layer last-first, as the LIFO reverse reads it.
+struct reverse_tile_order {
+  std::size_t tiles;
+  std::size_t block;
+  std::size_t grid;
+
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t count() const noexcept
+  {
+    return block < tiles ? (tiles - block + grid - 1) / grid : 0;
+  }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t tile(std::size_t k) const noexcept
+  {
+    return tiles - 1 - (block + k * grid);
+  }
+};
+
+/// The block's dynamic shared memory as staging slots of records.
+template <class R>
+__device__ R* staging_slots() noexcept
+{
+  extern __shared__ __align__(16) unsigned char tapeflow_staging[];
+  return reinterpret_cast<R*>(tapeflow_staging);
+}
+
+template <class R, int Stages>
+struct tile_pipeline {
+  static_assert(Stages >= 2 && Stages <= max_pipeline_stages, "a tile pipeline needs 2..8 stages");
+  static constexpr bool async = true;
+
+  /// Dynamic shared memory a launch needs for tiles of `tile_records`.
+  static constexpr std::size_t smem_bytes(std::size_t tile_records) noexcept
+  {
+    return Stages * tile_records * sizeof(R);
+  }
+
+  template <class Consume>
+  __device__ static void reverse(tape_reader<R> tape, Consume&& consume)
+  {
+    namespace cg = cooperative_groups;
+    auto block = cg::this_thread_block();
+    __shared__ cuda::pipeline_shared_state<cuda::thread_scope_block, Stages> state;
+    auto pipe = cuda::make_pipeline(block, &state);
+
+    R* const slots = staging_slots<R>();
+    std::size_t const tile_records = tape.layout().tile_records;
+    reverse_tile_order const order{tape.tiles(), blockIdx.x, gridDim.x};
+    std::size_t const mine = order.count();
+
+    std::size_t fetched = 0;
+    for (std::size_t k = 0; k < mine; ++k) {
+      // Keep Stages tiles in flight: issue every fetch up to k + Stages - 1.
+      for (; fetched < mine && fetched < k + Stages; ++fetched) {
+        std::size_t const tile = order.tile(fetched);
+        pipe.producer_acquire();
+        cuda::memcpy_async(block, slots + (fetched % Stages) * tile_records, tape.tile(tile),
+                           cuda::aligned_size_t<16>(tape.tile_size(tile) * sizeof(R)), pipe);
+        pipe.producer_commit();
+      }
+      pipe.consumer_wait();
+      std::size_t const tile = order.tile(k);
+      consume(tile, static_cast<R const*>(slots + (k % Stages) * tile_records), tape.layout().first(tile),
+              tape.tile_size(tile));
+      pipe.consumer_release();
+    }
+  }
+};
+
+template <class R>
+struct tile_pipeline<R, 0> {
+  static constexpr bool async = false;
+  using chunk = uint4;
+  static_assert(sizeof(R) % sizeof(chunk) == 0, "records are whole 16-byte chunks");
+
+  static constexpr std::size_t smem_bytes(std::size_t tile_records) noexcept { return tile_records * sizeof(R); }
+
+  template <class Consume>
+  __device__ static void reverse(tape_reader<R> tape, Consume&& consume)
+  {
+    chunk* const slot = reinterpret_cast<chunk*>(staging_slots<R>());
+    reverse_tile_order const order{tape.tiles(), blockIdx.x, gridDim.x};
+    std::size_t const mine = order.count();
+    chunk held[max_register_chunks];
+
+    auto load = [&](std::size_t tile) {
+      chunk const* src = reinterpret_cast<chunk const*>(tape.tile(tile));
+      std::size_t const chunks = tape.tile_size(tile) * (sizeof(R) / sizeof(chunk));
+#pragma unroll
+      for (int q = 0; q < max_register_chunks; ++q) {
+        std::size_t const c = threadIdx.x + static_cast<std::size_t>(q) * blockDim.x;
+        if (c < chunks) { held[q] = src[c]; }
+      }
+    };
+    auto store = [&](std::size_t tile) {
+      std::size_t const chunks = tape.tile_size(tile) * (sizeof(R) / sizeof(chunk));
+#pragma unroll
+      for (int q = 0; q < max_register_chunks; ++q) {
+        std::size_t const c = threadIdx.x + static_cast<std::size_t>(q) * blockDim.x;
+        if (c < chunks) { slot[c] = held[q]; }
+      }
+    };
+
+    if (mine == 0) { return; }
+    load(order.tile(0));
+    for (std::size_t k = 0; k < mine; ++k) {
+      std::size_t const tile = order.tile(k);
+      __syncthreads();  // every thread is done with the previous tile in shared memory
+      store(tile);
+      __syncthreads();
+      if (k + 1 < mine) { load(order.tile(k + 1)); }  // in flight while this tile is consumed
+      consume(tile, reinterpret_cast<R const*>(slot), tape.layout().first(tile), tape.tile_size(tile));
+    }
+  }
+};
+
+}  // namespace tapeflow::device

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device memory owned by tapeflow, with byte accounting per backend.
+#pragma once
+
+#include <tapeflow/backend.hpp>
+#include <tapeflow/stream.hpp>
+
+#include <cstddef>
+
+namespace tapeflow {
+
+/// An uninitialised, stream-ordered allocation in a backend's device memory (host memory on the
+/// CPU backend). Move-only; freed on the stream it was allocated on.
+class device_buffer {
+ public:
+  device_buffer() noexcept = default;
+  device_buffer(backend kind, std::size_t bytes, stream_view stream = {});
+  ~device_buffer();
+  device_buffer(device_buffer&& other) noexcept;
+  device_buffer& operator=(device_buffer&& other) noexcept;
+  device_buffer(device_buffer const&) = delete;
+  device_buffer& operator=(device_buffer const&) = delete;
+
+  [[nodiscard]] void* data() noexcept { return data_; }
+  [[nodiscard]] void const* data() const noexcept { return data_; }
+  template <class T>
+  [[nodiscard]] T* data_as() noexcept { return static_cast<T*>(data_); }
+  template <class T>
+  [[nodiscard]] T const* data_as() const noexcept { return static_cast<T const*>(data_); }
+  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
+  [[nodiscard]] backend kind() const noexcept { return kind_; }
+  [[nodiscard]] stream_view stream() const noexcept { return stream_; }
+
+  /// Copies `bytes` from host memory into the buffer at `offset` (ordered on `stream`).
+  void upload(void const* host, std::size_t bytes, stream_view stream, std::size_t offset = 0);
+  /// Copies `bytes` from the buffer at `offset` to host memory and waits for it.
+  void download(void* host, std::size_t bytes, stream_view stream, std::size_t offset = 0) const;
+  /// Copies the whole of `source` (same backend, same size) into this buffer.
+  void copy_from(device_buffer const& source, stream_view stream);
+  /// Sets every byte to `value` (e.g. 0xFF poisons floating-point data with NaN).
+  void fill(unsigned char value, stream_view stream);
+
+ private:
+  void release() noexcept;
+  backend kind_{backend::cpu};
+  void* data_{nullptr};
+  std::size_t bytes_{0};
+  stream_view stream_{};
+};
+
+/// Bytes tapeflow holds in a backend's device memory, now and at the high-water mark.
+struct memory_usage {
+  std::size_t current_bytes{0};
+  std::size_t peak_bytes{0};
+};
+
+[[nodiscard]] memory_usage device_memory_usage(backend kind) noexcept;
+/// Starts a new high-water mark at the current usage.
+void reset_device_memory_peak(backend kind) noexcept;
+
+}  // namespace tapeflow

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pipeline planner: tile size, pipeline depth and launch shape from a record size and the
+// device's limits.
+#pragma once
+
+#include <tapeflow/backend.hpp>
+#include <tapeflow/device/views.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace tapeflow {
+
+/// The deepest pipeline a reverse kernel supports (stages of shared memory in flight).
+inline constexpr int max_pipeline_stages = 8;
+/// Register double-buffering (targets without async copy) holds at most this many 16-byte chunks
+/// per thread, which bounds the tile size of the plain pipeline.
+inline constexpr int max_register_chunks = 8;
+
+/// What a caller asks of the planner. Zero means "choose for me".
+struct pipeline_request {
+  std::size_t record_bytes{0};   ///< sizeof(record); a positive multiple of 16
+  std::size_t records{0};        ///< records per layer
+  std::size_t tile_records{0};   ///< records per tile
+  int stages{0};                 ///< tiles in flight per block, >= 2
+  int block_threads{0};          ///< threads per block (GPU backends)
+  bool force_plain{false};       ///< use register double-buffering even where async copy exists
+};
+
+/// What the planner decided: how a layer is tiled and how its reverse kernel is launched.
+struct pipeline_plan {
+  backend kind{backend::cpu};
+  std::size_t record_bytes{0};
+  std::size_t records{0};
+  std::size_t tile_records{0};
+  std::size_t tiles{0};
+  int stages{0};
+  int block_threads{0};
+  int grid_blocks{0};           ///< persistent grid: each block walks its tiles last-first
+  std::size_t smem_bytes{0};    ///< stages * tile bytes
+  bool async_copy{false};       ///< cp.async pipeline (else register double-buffering)
+
+  [[nodiscard]] tile_layout layout() const noexcept { return {records, tile_records}; }
+  [[nodiscard]] std::size_t tile_bytes() const noexcept { return tile_records * record_bytes; }
+  /// One line a person can read: "tiles of 2048 records (32 KiB) x 3 stages, grid 264 x 256".
+  [[nodiscard]] std::string describe() const;
+};
+
+/// Plans the tiling and staging of layers of `request.records` records on `limits`' device.
+/// Throws logic_error for sizes of zero, records that are not a multiple of 16 bytes, and
+/// explicit tile/stage/thread settings the device cannot hold.
+[[nodiscard]] pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const& request);
+
+}  // namespace tapeflow

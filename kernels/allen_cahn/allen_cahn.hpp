@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Allen–Cahn workload: an n x n periodic grid, T explicit steps, L = 0.5 * sum(u_T^2),
+// gradient dL/du_0 through tapeflow's tape. See docs/architecture.md.
+#pragma once
+
+#include <tapeflow/backend.hpp>
+#include <tapeflow/chain.hpp>
+#include <tapeflow/cpu/tile_ring.hpp>
+#include <tapeflow/plan.hpp>
+#include <tapeflow/policy.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+namespace tapeflow::workloads::allen_cahn {
+
+struct problem {
+  std::size_t n{0};       ///< grid side
+  std::size_t steps{0};   ///< T
+  double dt{0.05};
+  double eps2{1.0};
+};
+
+struct options {
+  backend kind{backend::cpu};
+  tape_policy policy{tape_policy::automatic};
+  std::size_t budget_bytes{0};       ///< device bytes the tape may hold; 0: no limit
+  pipeline_request pipeline{};       ///< tile/stage/thread overrides
+  bool measure_time{true};
+  /// Fill every buffer the chain writes with NaN before it is written (tests: every element is
+  /// written exactly where it should be).
+  bool poison{false};
+  std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
+};
+
+template <class T>
+struct gradient_result {
+  T loss{};
+  std::vector<T> gradient;             ///< dL/du_0, row-major
+  chain_stats chain{};
+  std::size_t peak_device_bytes{0};    ///< every tapeflow allocation on the backend, peak
+  cpu::ring_stats staging{};           ///< CPU backend only
+};
+
+/// Throws logic_error unless n >= 1, steps >= 1, n*n does not overflow and `values` == n*n.
+void validate(problem const& p, std::size_t values);
+
+/// dL/du_0 and L for the initial state `u0` (n*n values, row-major).
+template <class T>
+[[nodiscard]] gradient_result<T> gradient(problem const& p, std::vector<T> const& u0, options const& o);
+
+/// u_T for the initial state `u0`, without a tape.
+template <class T>
+[[nodiscard]] std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const& o);
+
+/// L = 0.5 * sum(u^2), accumulated in double.
+template <class T>
+[[nodiscard]] T loss(std::vector<T> const& u);
+
+}  // namespace tapeflow::workloads::allen_cahn

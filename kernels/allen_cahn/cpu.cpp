@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// Allen–Cahn on the CPU reference backend: the same plan, layers and tiles as the GPU, the reverse
+// fed by the worker-thread staging ring.
+#include "backends.hpp"
+#include "driver.hpp"
+#include "math.hpp"
+
+#include <tapeflow/cpu/tile_ring.hpp>
+
+#include <memory>
+
+namespace tapeflow::workloads::allen_cahn::detail {
+namespace {
+
+/// The staging ring of one gradient, built by the first reverse step from the chain's plan and
+/// reused by every later one.
+template <class R>
+struct staging {
+  std::unique_ptr<cpu::tile_ring<R>> ring;
+
+  cpu::tile_ring<R>& for_plan(pipeline_plan const& plan)
+  {
+    if (!ring) { ring = std::make_unique<cpu::tile_ring<R>>(plan); }
+    return *ring;
+  }
+};
+
+template <class T>
+struct cpu_step {
+  using value_type = T;
+  using record_type = record<T>;
+
+  std::size_t n;
+  coefficients<T> k;
+  std::shared_ptr<staging<record_type>> stage;
+
+  [[nodiscard]] std::size_t state_size() const noexcept { return n * n; }
+  [[nodiscard]] std::size_t records_per_step() const noexcept { return records_for<T>(n * n); }
+
+  void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
+  {
+    for (std::size_t r = 0; r < tape.size(); ++r) { tape.write(r, forward_region(in, out, n, r, k)); }
+  }
+
+  void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
+               stream_view) const
+  {
+    stage->for_plan(plan).reverse(
+      tape, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
+        for (std::size_t i = 0; i < count; ++i) { reverse_region(staged[i], g_out, g_in, n, first + i, k); }
+      });
+  }
+};
+
+}  // namespace
+
+template <class T>
+gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& u0, options const& o)
+{
+  auto stage = std::make_shared<staging<record<T>>>();
+  cpu_step<T> step{p.n, coefficients_of<T>(p), stage};
+  gradient_result<T> result = run_gradient<T>(
+    std::move(step), [](device_buffer const& state, stream_view) { return half_sum_of_squares(state.data_as<T>(), state.size() / sizeof(T)); }, p, u0, o);
+  if (stage->ring) { result.staging = stage->ring->stats(); }
+  return result;
+}
+
+template <class T>
+std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options const& o)
+{
+  coefficients<T> const k = coefficients_of<T>(p);
+  std::size_t const n = p.n;
+  return run_primal<T>(
+    [n, k](T const* in, T* out, stream_view) {
+      for (std::size_t cell = 0; cell < n * n; ++cell) { out[cell] = step_at(in, n, cell, k); }
+    },
+    p, u0, o);
+}
+
+template gradient_result<float> gradient_cpu(problem const&, std::vector<float> const&, options const&);
+template gradient_result<double> gradient_cpu(problem const&, std::vector<double> const&, options const&);
+template std::vector<float> primal_cpu(problem const&, std::vector<float> const&, options const&);
+template std::vector<double> primal_cpu(problem const&, std::vector<double> const&, options const&);
+
+}  // namespace tapeflow::workloads::allen_cahn::detail

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+// Allen–Cahn per-element math, written once for the CPU reference and the GPU kernels.
+//
+//   lap(u)[i,j] = u[i-1,j] + u[i+1,j] + u[i,j-1] + u[i,j+1] - 4 u[i,j]     (indices mod n)
+//   u'          = u + dt * (eps2 * lap(u) + u - u^3)
+//
+// The adjoint of one step, with g' = dL/du' and the multiset of periodic neighbours N(i,j):
+//   dL/du[i,j] = g'[i,j] * (1 + dt * (1 - 4 eps2 - 3 u[i,j]^2)) + dt * eps2 * sum_{m in N(i,j)} g'[m]
+// (the Laplacian is symmetric, so the neighbours' contributions gather the same stencil).
+#pragma once
+
+#include <tapeflow/config.hpp>
+#include <tapeflow/record.hpp>
+
+#include <cstddef>
+
+namespace tapeflow::workloads::allen_cahn {
+
+template <class T>
+struct coefficients {
+  T dt;
+  T eps2;
+};
+
+/// One region of the tape: the primal values of `cells_per_record` consecutive cells (row-major)
+/// at one step — the only value each cell's reverse needs.
+template <class T>
+using record = value_record<T, values_per_chunk<T>>;
+
+template <class T>
+inline constexpr std::size_t cells_per_record = values_per_chunk<T>;
+
+/// Records one step writes for `cells` cells (the last one padded).
+template <class T>
+TAPEFLOW_HOST_DEVICE constexpr std::size_t records_for(std::size_t cells) noexcept
+{
+  return (cells + cells_per_record<T> - 1) / cells_per_record<T>;
+}
+
+TAPEFLOW_HOST_DEVICE constexpr std::size_t wrap_prev(std::size_t i, std::size_t n) noexcept
+{
+  return i == 0 ? n - 1 : i - 1;
+}
+TAPEFLOW_HOST_DEVICE constexpr std::size_t wrap_next(std::size_t i, std::size_t n) noexcept
+{
+  return i + 1 == n ? 0 : i + 1;
+}
+
+/// u' of one cell from its value and its four neighbours.
+template <class T>
+TAPEFLOW_HOST_DEVICE T step_cell(T c, T up, T down, T left, T right, coefficients<T> k) noexcept
+{
+  T const lap = up + down + left + right - T(4) * c;
+  return c + k.dt * (k.eps2 * lap + c - c * c * c);
+}
+
+/// dL/du of one cell from its taped value u and g' at the cell and its four neighbours.
+template <class T>
+TAPEFLOW_HOST_DEVICE T adjoint_cell(T u, T g, T g_up, T g_down, T g_left, T g_right, coefficients<T> k) noexcept
+{
+  T const local = T(1) + k.dt * (T(1) - T(4) * k.eps2 - T(3) * u * u);
+  return local * g + k.dt * k.eps2 * (g_up + g_down + g_left + g_right);
+}
+
+/// u' at flat index `cell` of the n x n state `u`.
+template <class T>
+TAPEFLOW_HOST_DEVICE T step_at(T const* u, std::size_t n, std::size_t cell, coefficients<T> k) noexcept
+{
+  std::size_t const i = cell / n;
+  std::size_t const j = cell - i * n;
+  return step_cell(u[cell], u[wrap_prev(i, n) * n + j], u[wrap_next(i, n) * n + j], u[i * n + wrap_prev(j, n)],
+                   u[i * n + wrap_next(j, n)], k);
+}
+
+/// dL/du at flat index `cell`, from its taped value and the adjoint `g` of the next state.
+template <class T>
+TAPEFLOW_HOST_DEVICE T adjoint_at(T u, T const* g, std::size_t n, std::size_t cell, coefficients<T> k) noexcept
+{
+  std::size_t const i = cell / n;
+  std::size_t const j = cell - i * n;
+  return adjoint_cell(u, g[cell], g[wrap_prev(i, n) * n + j], g[wrap_next(i, n) * n + j], g[i * n + wrap_prev(j, n)],
+                      g[i * n + wrap_next(j, n)], k);
+}
+
+/// The augmented forward of one region: advances its cells and returns the record to tape.
+template <class T>
+TAPEFLOW_HOST_DEVICE record<T> forward_region(T const* in, T* out, std::size_t n, std::size_t r,
+                                              coefficients<T> k) noexcept
+{
+  record<T> rec;
+  std::size_t const cells = n * n;
+  for (std::size_t c = 0; c < cells_per_record<T>; ++c) {
+    std::size_t const cell = r * cells_per_record<T> + c;
+    if (cell < cells) {
+      rec.values[c] = in[cell];
+      out[cell] = step_at(in, n, cell, k);
+    } else {
+      rec.values[c] = T(0);
+    }
+  }
+  return rec;
+}
+
+/// The reverse of one region from its staged record.
+template <class T>
+TAPEFLOW_HOST_DEVICE void reverse_region(record<T> const& rec, T const* g_out, T* g_in, std::size_t n,
+                                         std::size_t r, coefficients<T> k) noexcept
+{
+  std::size_t const cells = n * n;
+  for (std::size_t c = 0; c < cells_per_record<T>; ++c) {
+    std::size_t const cell = r * cells_per_record<T> + c;
+    if (cell < cells) { g_in[cell] = adjoint_at(rec.values[c], g_out, n, cell, k); }
+  }
+}
+
+/// L = 0.5 * sum(u^2) over `count` values, accumulated in double (host).
+template <class T>
+T half_sum_of_squares(T const* u, std::size_t count) noexcept
+{
+  double sum = 0;
+  for (std::size_t i = 0; i < count; ++i) { sum += static_cast<double>(u[i]) * static_cast<double>(u[i]); }
+  return static_cast<T>(0.5 * sum);
+}
+
+}  // namespace tapeflow::workloads::allen_cahn

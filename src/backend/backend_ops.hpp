@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one table through which the host library reaches a platform. Each backend directory
+// (src/backend/<name>/) fills one in; nothing else in src/ knows which platform it runs on.
+#pragma once
+
+#include <tapeflow/backend.hpp>
+#include <tapeflow/stream.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace tapeflow::detail {
+
+enum class copy_kind { host_to_device, device_to_host, device_to_device };
+
+struct backend_ops {
+  backend kind;
+  /// Devices present (0 when the driver or device is missing; never throws).
+  int (*device_count)() noexcept;
+  /// Why no device is present, in words ("" when one is).
+  std::string (*unavailable_reason)();
+  device_limits (*limits)(int ordinal);
+  void* (*allocate)(std::size_t bytes, stream_view stream);
+  void (*deallocate)(void* ptr, std::size_t bytes, stream_view stream) noexcept;
+  void (*copy)(void* dst, void const* src, std::size_t bytes, copy_kind kind, stream_view stream);
+  void (*fill)(void* dst, unsigned char value, std::size_t bytes, stream_view stream);
+  void (*synchronize)(stream_view stream);
+  void* (*create_stream)();
+  void (*destroy_stream)(void* native) noexcept;
+};
+
+/// The table of a compiled backend, or nullptr when this build lacks it.
+backend_ops const* find_ops(backend kind) noexcept;
+/// The table of an available backend; throws unavailable_error otherwise.
+backend_ops const& ops(backend kind);
+
+backend_ops const& cpu_backend_ops() noexcept;
+#if defined(TAPEFLOW_HAS_CUDA)
+backend_ops const& cuda_backend_ops() noexcept;
+#endif
+
+}  // namespace tapeflow::detail

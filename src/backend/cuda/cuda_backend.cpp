@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA backend's host side: stream-ordered device memory, copies, streams and device limits.
+// Plain C++ against the CUDA runtime; kernels live with their workloads (kernels/).
+#include "backend/backend_ops.hpp"
+
+#include <tapeflow/device/platform.hpp>
+#include <tapeflow/error.hpp>
+
+#include <mutex>
+#include <vector>
+
+namespace tapeflow::detail {
+namespace {
+
+struct device_census {
+  int count{0};
+  std::string reason;
+};
+
+device_census const& census() noexcept
+{
+  static device_census const result = [] {
+    device_census c;
+    cudaError_t const status = cudaGetDeviceCount(&c.count);
+    if (status != cudaSuccess) {
+      static_cast<void>(cudaGetLastError());
+      c.count = 0;
+      c.reason = std::string{"no CUDA device: cudaGetDeviceCount returned "} + cudaGetErrorName(status) +
+                 " (" + cudaGetErrorString(status) + ")";
+    } else if (c.count == 0) {
+      c.reason = "no CUDA device: the driver reports 0 devices";
+    }
+    return c;
+  }();
+  return result;
+}
+
+int cuda_device_count() noexcept { return census().count; }
+
+std::string cuda_unavailable_reason() { return census().reason; }
+
+device_limits read_limits(int ordinal)
+{
+  auto attribute = [ordinal](cudaDeviceAttr attr) {
+    int value = 0;
+    TAPEFLOW_CUDA_TRY(cudaDeviceGetAttribute(&value, attr, ordinal));
+    return value;
+  };
+  cudaDeviceProp props{};
+  TAPEFLOW_CUDA_TRY(cudaGetDeviceProperties(&props, ordinal));
+  device_limits limits;
+  limits.kind = backend::cuda;
+  limits.ordinal = ordinal;
+  limits.name = props.name;
+  limits.multiprocessors = attribute(cudaDevAttrMultiProcessorCount);
+  limits.shared_mem_per_block = static_cast<std::size_t>(attribute(cudaDevAttrMaxSharedMemoryPerBlock));
+  limits.shared_mem_per_multiprocessor =
+    static_cast<std::size_t>(attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor));
+  limits.max_threads_per_block = attribute(cudaDevAttrMaxThreadsPerBlock);
+  limits.max_threads_per_multiprocessor = attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
+  limits.warp_size = attribute(cudaDevAttrWarpSize);
+  limits.global_mem_bytes = props.totalGlobalMem;
+  limits.compute_capability =
+    attribute(cudaDevAttrComputeCapabilityMajor) * 10 + attribute(cudaDevAttrComputeCapabilityMinor);
+  limits.async_copy = limits.compute_capability >= 80;
+  limits.bulk_copy = limits.compute_capability >= 90;
+  return limits;
+}
+
+device_limits cuda_limits(int ordinal)
+{
+  // Attribute queries are cheap but not free; planners ask for every chain.
+  static std::mutex mutex;
+  static std::vector<std::pair<int, device_limits>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto const& [o, l] : cache) {
+    if (o == ordinal) { return l; }
+  }
+  cache.emplace_back(ordinal, read_limits(ordinal));
+  return cache.back().second;
+}
+
+void* cuda_allocate(std::size_t bytes, stream_view stream)
+{
+  void* ptr = nullptr;
+  cudaError_t const status = cudaMallocAsync(&ptr, bytes, to_native(stream));
+  if (status == cudaErrorMemoryAllocation) {
+    static_cast<void>(cudaGetLastError());
+    TAPEFLOW_FAIL_BYTES(out_of_memory,
+                  "CUDA device allocation of " + std::to_string(bytes) + " bytes failed (cudaErrorMemoryAllocation)",
+                  bytes);
+  }
+  TAPEFLOW_CUDA_TRY(status);
+  return ptr;
+}
+
+void cuda_deallocate(void* ptr, std::size_t, stream_view stream) noexcept
+{
+  TAPEFLOW_ASSERT_CUDA_SUCCESS(cudaFreeAsync(ptr, to_native(stream)));
+}
+
+cudaMemcpyKind to_cuda(copy_kind kind) noexcept
+{
+  switch (kind) {
+    case copy_kind::host_to_device: return cudaMemcpyHostToDevice;
+    case copy_kind::device_to_host: return cudaMemcpyDeviceToHost;
+    case copy_kind::device_to_device: return cudaMemcpyDeviceToDevice;
+  }
+  return cudaMemcpyDefault;
+}
+
+void cuda_copy(void* dst, void const* src, std::size_t bytes, copy_kind kind, stream_view stream)
+{
+  if (bytes == 0) { return; }
+  TAPEFLOW_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, to_cuda(kind), to_native(stream)));
+}
+
+void cuda_fill(void* dst, unsigned char value, std::size_t bytes, stream_view stream)
+{
+  if (bytes == 0) { return; }
+  TAPEFLOW_CUDA_TRY(cudaMemsetAsync(dst, value, bytes, to_native(stream)));
+}
+
+void cuda_synchronize(stream_view stream) { TAPEFLOW_CUDA_TRY(cudaStreamSynchronize(to_native(stream))); }
+
+void* cuda_create_stream()
+{
+  cudaStream_t stream = nullptr;
+  TAPEFLOW_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  return stream;
+}
+
+void cuda_destroy_stream(void* native) noexcept
+{
+  TAPEFLOW_ASSERT_CUDA_SUCCESS(cudaStreamDestroy(static_cast<cudaStream_t>(native)));
+}
+
+}  // namespace
+
+backend_ops const& cuda_backend_ops() noexcept
+{
+  static backend_ops const table{backend::cuda,     cuda_device_count, cuda_unavailable_reason,
+                                 cuda_limits,       cuda_allocate,     cuda_deallocate,
+                                 cuda_copy,         cuda_fill,         cuda_synchronize,
+                                 cuda_create_stream, cuda_destroy_stream};
+  return table;
+}
+
+}  // namespace tapeflow::detail

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "args.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+namespace tapeflow::cli {
+
+parsed_args::parsed_args(std::vector<flag_spec> const& specs, std::vector<std::string> const& args)
+{
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string const& arg = args[i];
+    if (arg.rfind("--", 0) != 0) { throw usage_error("unexpected argument '" + arg + "'"); }
+    std::string name = arg.substr(2);
+    std::optional<std::string> inline_value;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      inline_value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    auto spec = std::find_if(specs.begin(), specs.end(), [&](flag_spec const& s) { return s.name == name; });
+    if (spec == specs.end()) { throw usage_error("unknown option '--" + name + "'"); }
+    if (values_.count(name) != 0) { throw usage_error("option '--" + name + "' given twice"); }
+    if (spec->value.empty()) {
+      if (inline_value) { throw usage_error("option '--" + name + "' takes no value"); }
+      values_[name] = "";
+      continue;
+    }
+    if (inline_value) {
+      values_[name] = *inline_value;
+    } else if (i + 1 < args.size()) {
+      values_[name] = args[++i];
+    } else {
+      throw usage_error("option '--" + name + "' needs a value (" + spec->value + ")");
+    }
+  }
+  for (flag_spec const& spec : specs) {
+    if (spec.required && values_.count(spec.name) == 0) {
+      throw usage_error("missing required option '--" + spec.name + " " + spec.value + "'");
+    }
+  }
+}
+
+std::string parsed_args::text(std::string const& name, std::string const& fallback) const
+{
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : it->second;
+}
+
+std::size_t parsed_args::size(std::string const& name, std::size_t fallback, bool suffixes) const
+{
+  auto it = values_.find(name);
+  return it == values_.end() ? fallback : parse_size(name, it->second, suffixes);
+}
+
+std::size_t parse_size(std::string const& flag, std::string const& text, bool suffixes)
+{
+  auto bad = [&] {
+    return usage_error("option '--" + flag + "' needs a non-negative integer" +
+                       (suffixes ? " (optionally with K, M, G or T)" : "") + ", got '" + text + "'");
+  };
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])) != 0) { ++digits; }
+  if (digits == 0) { throw bad(); }
+  std::size_t value = 0;
+  for (std::size_t i = 0; i < digits; ++i) {
+    std::size_t const d = static_cast<std::size_t>(text[i] - '0');
+    if (value > (std::numeric_limits<std::size_t>::max() - d) / 10) { throw bad(); }
+    value = value * 10 + d;
+  }
+  std::string const suffix = text.substr(digits);
+  if (suffix.empty()) { return value; }
+  if (!suffixes) { throw bad(); }
+  int shift = 0;
+  if (suffix == "K" || suffix == "KiB") {
+    shift = 10;
+  } else if (suffix == "M" || suffix == "MiB") {
+    shift = 20;
+  } else if (suffix == "G" || suffix == "GiB") {
+    shift = 30;
+  } else if (suffix == "T" || suffix == "TiB") {
+    shift = 40;
+  } else {
+    throw bad();
+  }
+  if (value > (std::numeric_limits<std::size_t>::max() >> shift)) { throw bad(); }
+  return value << shift;
+}
+
+std::string describe_flags(std::vector<flag_spec> const& specs)
+{
+  std::string out;
+  for (flag_spec const& spec : specs) {
+    std::string left = "  --" + spec.name + (spec.value.empty() ? "" : " " + spec.value);
+    if (left.size() < 26) { left.resize(26, ' '); } else { left += "  "; }
+    out += left + spec.help + (spec.required ? " (required)" : "") + "\n";
+  }
+  return out;
+}
+
+}  // namespace tapeflow::cli

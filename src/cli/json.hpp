@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: Apache-2.0
+// A minimal JSON writer for the CLI's --json stats (objects, strings, numbers, booleans).
+#pragma once
+
+#include <string>
+
+namespace tapeflow::cli {
+
+class json_object {
+ public:
+  json_object& add(std::string const& key, std::string const& value);
+  json_object& add(std::string const& key, char const* value) { return add(key, std::string{value}); }
+  json_object& add(std::string const& key, double value);
+  json_object& add(std::string const& key, std::size_t value);
+  json_object& add(std::string const& key, int value);
+  json_object& add(std::string const& key, bool value);
+  json_object& add(std::string const& key, json_object const& value);
+  [[nodiscard]] std::string str() const { return "{" + body_ + "}"; }
+
+ private:
+  json_object& raw(std::string const& key, std::string const& text);
+  std::string body_;
+};
+
+std::string json_quote(std::string const& text);
+
+}  // namespace tapeflow::cli

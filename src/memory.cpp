@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <tapeflow/error.hpp>
+#include <tapeflow/memory.hpp>
+#include <tapeflow/stream.hpp>
+
+#include "backend/backend_ops.hpp"
+
+#include <array>
+#include <atomic>
+#include <utility>
+
+namespace tapeflow {
+namespace {
+
+struct usage_counters {
+  std::atomic<std::size_t> current{0};
+  std::atomic<std::size_t> peak{0};
+};
+
+usage_counters& counters(backend kind) noexcept
+{
+  static std::array<usage_counters, 3> all;
+  return all[static_cast<std::size_t>(kind)];
+}
+
+void account_allocation(backend kind, std::size_t bytes) noexcept
+{
+  usage_counters& c = counters(kind);
+  std::size_t const now = c.current.fetch_add(bytes) + bytes;
+  std::size_t peak = c.peak.load();
+  while (now > peak && !c.peak.compare_exchange_weak(peak, now)) {}
+}
+
+}  // namespace
+
+device_buffer::device_buffer(backend kind, std::size_t bytes, stream_view stream)
+  : kind_(kind), bytes_(bytes), stream_(stream)
+{
+  TAPEFLOW_EXPECTS(bytes > 0, "a device_buffer needs a positive size");
+  data_ = detail::ops(kind).allocate(bytes, stream);
+  account_allocation(kind, bytes);
+}
+
+device_buffer::~device_buffer() { release(); }
+
+device_buffer::device_buffer(device_buffer&& other) noexcept
+  : kind_(other.kind_), data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)),
+    stream_(other.stream_)
+{
+}
+
+device_buffer& device_buffer::operator=(device_buffer&& other) noexcept
+{
+  if (this != &other) {
+    release();
+    kind_ = other.kind_;
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+    stream_ = other.stream_;
+  }
+  return *this;
+}
+
+void device_buffer::release() noexcept
+{
+  if (data_ == nullptr) { return; }
+  // The table exists: this buffer was allocated through it.
+  detail::find_ops(kind_)->deallocate(data_, bytes_, stream_);
+  counters(kind_).current.fetch_sub(bytes_);
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+namespace {
+void check_range(std::size_t offset, std::size_t bytes, std::size_t size, char const* what)
+{
+  TAPEFLOW_EXPECTS(offset <= size && bytes <= size - offset,
+                   std::string{what} + " of " + std::to_string(bytes) + " bytes at offset " +
+                     std::to_string(offset) + " overruns a buffer of " + std::to_string(size) + " bytes");
+}
+}  // namespace
+
+void device_buffer::upload(void const* host, std::size_t bytes, stream_view stream, std::size_t offset)
+{
+  check_range(offset, bytes, bytes_, "upload");
+  detail::ops(kind_).copy(static_cast<unsigned char*>(data_) + offset, host, bytes,
+                          detail::copy_kind::host_to_device, stream);
+}
+
+void device_buffer::download(void* host, std::size_t bytes, stream_view stream, std::size_t offset) const
+{
+  check_range(offset, bytes, bytes_, "download");
+  detail::backend_ops const& table = detail::ops(kind_);
+  table.copy(host, static_cast<unsigned char const*>(data_) + offset, bytes, detail::copy_kind::device_to_host,
+             stream);
+  table.synchronize(stream);
+}
+
+void device_buffer::copy_from(device_buffer const& source, stream_view stream)
+{
+  TAPEFLOW_EXPECTS(source.kind_ == kind_ && source.bytes_ == bytes_,
+                   "copy_from needs a source of the same backend and size");
+  detail::ops(kind_).copy(data_, source.data_, bytes_, detail::copy_kind::device_to_device, stream);
+}
+
+void device_buffer::fill(unsigned char value, stream_view stream)
+{
+  detail::ops(kind_).fill(data_, value, bytes_, stream);
+}
+
+memory_usage device_memory_usage(backend kind) noexcept
+{
+  usage_counters const& c = counters(kind);
+  return {c.current.load(), c.peak.load()};
+}
+
+void reset_device_memory_peak(backend kind) noexcept
+{
+  usage_counters& c = counters(kind);
+  c.peak.store(c.current.load());
+}
+
+stream::stream(backend kind) : kind_(kind), native_(detail::ops(kind).create_stream()) {}
+
+stream::~stream() { reset(); }
+
+stream::stream(stream&& other) noexcept : kind_(other.kind_), native_(std::exchange(other.native_, nullptr)) {}
+
+stream& stream::operator=(stream&& other) noexcept
+{
+  if (this != &other) {
+    reset();
+    kind_ = other.kind_;
+    native_ = std::exchange(other.native_, nullptr);
+  }
+  return *this;
+}
+
+void stream::reset() noexcept
+{
+  if (native_ != nullptr) { detail::find_ops(kind_)->destroy_stream(native_); }
+  native_ = nullptr;
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+// The chain scheduler with a toy step x' = x + x^2/2 (elementwise), whose gradient is known.
+#include <tapeflow/chain.hpp>
+#include <tapeflow/cpu/tile_ring.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+namespace tapeflow {
+namespace {
+
+struct toy_step {
+  using value_type = double;
+  using record_type = value_record<double, 2>;
+
+  std::size_t size;
+  std::shared_ptr<std::size_t> reverse_calls = std::make_shared<std::size_t>(0);
+
+  [[nodiscard]] std::size_t state_size() const noexcept { return size; }
+  [[nodiscard]] std::size_t records_per_step() const noexcept { return (size + 1) / 2; }
+
+  void augmented_forward(std::size_t, double const* in, double* out, tape_writer<record_type> tape, stream_view) const
+  {
+    for (std::size_t r = 0; r < tape.size(); ++r) {
+      record_type rec{};
+      for (std::size_t c = 0; c < 2 && 2 * r + c < size; ++c) {
+        double const x = in[2 * r + c];
+        rec.values[c] = x;
+        out[2 * r + c] = x + 0.5 * x * x;
+      }
+      tape.write(r, rec);
+    }
+  }
+
+  void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, double const* g_out,
+               double* g_in, stream_view) const
+  {
+    ++*reverse_calls;
+    cpu::tile_ring<record_type> ring(plan);
+    ring.reverse(tape, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
+      for (std::size_t i = 0; i < count; ++i) {
+        for (std::size_t c = 0; c < 2 && 2 * (first + i) + c < size; ++c) {
+          std::size_t const k = 2 * (first + i) + c;
+          g_in[k] = g_out[k] * (1.0 + staged[i].values[c]);
+        }
+      }
+    });
+  }
+};
+
+std::vector<double> run(chain<toy_step>& c, std::vector<double> const& x0)
+{
+  std::size_t const bytes = x0.size() * sizeof(double);
+  device_buffer state(backend::cpu, bytes);
+  state.upload(x0.data(), bytes, {});
+  c.forward(state);
+  device_buffer adjoint(backend::cpu, bytes);
+  std::vector<double> ones(x0.size(), 1.0);
+  adjoint.upload(ones.data(), bytes, {});
+  c.reverse(adjoint);
+  std::vector<double> g(x0.size());
+  adjoint.download(g.data(), bytes, {});
+  return g;
+}
+
+TEST(Chain, GradientOfAToyChainMatchesTheChainRule)
+{
+  std::vector<double> const x0{0.1, -0.2, 0.3, 0.05, -0.4};
+  chain_options o;
+  o.poison = true;
+  std::size_t reported = 0;
+  o.progress = [&](chain_phase, std::size_t done, std::size_t total) {
+    EXPECT_LE(done, total);
+    ++reported;
+  };
+  chain<toy_step> c(toy_step{x0.size()}, 6, o);
+  std::vector<double> const g = run(c, x0);
+  for (std::size_t k = 0; k < x0.size(); ++k) {
+    double x = x0[k];
+    double expect = 1.0;
+    for (int s = 0; s < 6; ++s) {
+      expect *= 1.0 + x;
+      x = x + 0.5 * x * x;
+    }
+    EXPECT_NEAR(g[k], expect, 1e-14 * std::fabs(expect));
+  }
+  EXPECT_EQ(reported, 12u);
+  EXPECT_EQ(*c.step().reverse_calls, 6u);
+  EXPECT_EQ(c.stats().tape_bytes, 6 * 3 * sizeof(toy_step::record_type));
+  EXPECT_EQ(c.stats().peak_tape_bytes, c.stats().tape_bytes);
+  EXPECT_EQ(c.stats().policy, tape_policy::store);
+  EXPECT_TRUE(c.recorded().empty());
+}
+
+TEST(Chain, MisuseIsATypedErrorAndTheChainStaysUsable)
+{
+  std::vector<double> const x0{0.5, 0.25, -0.125};
+  memory_usage const before = device_memory_usage(backend::cpu);
+  {
+    chain<toy_step> c(toy_step{x0.size()}, 3, chain_options{});
+    device_buffer adjoint(backend::cpu, x0.size() * sizeof(double));
+    EXPECT_THROW(c.reverse(adjoint), logic_error);  // nothing recorded
+    device_buffer wrong(backend::cpu, 2 * sizeof(double));
+    EXPECT_THROW(c.forward(wrong), logic_error);    // wrong state size
+    device_buffer state(backend::cpu, x0.size() * sizeof(double));
+    state.upload(x0.data(), x0.size() * sizeof(double), {});
+    c.forward(state);
+    EXPECT_THROW(c.forward(state), logic_error);    // tape still pending
+    c.reverse(adjoint);
+    EXPECT_THROW(c.reverse(adjoint), logic_error);  // reversed twice
+    EXPECT_NO_THROW(run(c, x0));                    // and still usable
+  }
+  EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, before.current_bytes);
+}
+
+TEST(Chain, BadConfigurationsAreTypedErrors)
+{
+  EXPECT_THROW(chain<toy_step>(toy_step{4}, 0, chain_options{}), logic_error);
+  EXPECT_THROW(chain<toy_step>(toy_step{0}, 3, chain_options{}), logic_error);
+  chain_options budget;
+  budget.budget_bytes = 2 * 2 * sizeof(toy_step::record_type);  // two of three layers
+  EXPECT_THROW(chain<toy_step>(toy_step{4}, 3, budget), budget_error);
+  budget.budget_bytes = 3 * 2 * sizeof(toy_step::record_type);
+  EXPECT_NO_THROW(chain<toy_step>(toy_step{4}, 3, budget));
+  for (tape_policy p : {tape_policy::offload, tape_policy::recompute}) {
+    chain_options o;
+    o.policy = p;
+    EXPECT_THROW(chain<toy_step>(toy_step{4}, 3, o), unavailable_error);
+  }
+  chain_options stages;
+  stages.pipeline.stages = 1;
+  EXPECT_THROW(chain<toy_step>(toy_step{4}, 3, stages), logic_error);
+  EXPECT_THROW(chain<toy_step>(toy_step{4}, static_cast<std::size_t>(-1) / 8, chain_options{}), logic_error);
+}
+
+TEST(Policy, NamesRoundTrip)
+{
+  for (tape_policy p : {tape_policy::automatic, tape_policy::store, tape_policy::offload, tape_policy::recompute}) {
+    EXPECT_EQ(parse_policy(to_string(p)), p);
+  }
+  EXPECT_THROW(static_cast<void>(parse_policy("keep")), logic_error);
+}
+
+}  // namespace
+}  // namespace tapeflow

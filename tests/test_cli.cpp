@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tapeflow CLI end to end: files in, gradient out, exit status 2 on bad usage or input.
+#include "reference.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef TAPEFLOW_CLI_PATH
+#error "TAPEFLOW_CLI_PATH must name the tapeflow executable"
+#endif
+
+namespace tapeflow {
+namespace {
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override
+  {
+    dir_ = ::testing::TempDir() + "tapeflow_cli_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    ASSERT_EQ(std::system(("mkdir -p '" + dir_ + "'").c_str()), 0);
+  }
+  void TearDown() override { static_cast<void>(std::system(("rm -rf '" + dir_ + "'").c_str())); }
+
+  /// Runs the CLI with `args`; returns its exit status and keeps its output in `output_`.
+  int run(std::string const& args)
+  {
+    std::string const log = dir_ + "/log.txt";
+    int const status = std::system((std::string{TAPEFLOW_CLI_PATH} + " " + args + " > '" + log + "' 2>&1").c_str());
+    std::ifstream in(log);
+    output_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+  std::string path(std::string const& name) const { return dir_ + "/" + name; }
+
+  template <class T>
+  void write(std::string const& name, std::vector<T> const& v) const
+  {
+    std::ofstream out(path(name), std::ios::binary);
+    out.write(reinterpret_cast<char const*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
+  }
+
+  template <class T>
+  std::vector<T> read(std::string const& name) const
+  {
+    std::ifstream in(path(name), std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<T> v(bytes.size() / sizeof(T));
+    std::memcpy(v.data(), bytes.data(), v.size() * sizeof(T));
+    return v;
+  }
+
+  std::string dir_;
+  std::string output_;
+};
+
+TEST_F(Cli, F64GradientMatchesTheIndependentImplementation)
+{
+  std::size_t const n = 19;
+  std::size_t const steps = 8;
+  std::vector<double> const u0 = testing::random_state<double>(n * n, testing::fresh_seed());
+  write("u0.bin", u0);
+  ASSERT_EQ(run("run allen-cahn --n 19 --steps 8 --dtype f64 --backend cpu --input " + path("u0.bin") +
+                " --grad-out " + path("g.bin") + " --json " + path("stats.json")),
+            0)
+    << output_;
+  std::vector<double> const g = read<double>("g.bin");
+  ASSERT_EQ(g.size(), n * n);
+  EXPECT_LT(testing::relative_error(g, testing::reference_gradient(testing::widen(u0), {n, steps})), 1e-10);
+  EXPECT_NE(output_.find("loss:"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("plan:"), std::string::npos) << output_;
+  EXPECT_EQ(output_.find('\r'), std::string::npos) << "no progress bar when piped";
+  std::ifstream json(path("stats.json"));
+  std::string const stats((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+  EXPECT_NE(stats.find("\"peak_tape_bytes\": " + std::to_string(steps * ((n * n + 1) / 2) * 16)), std::string::npos)
+    << stats;
+  EXPECT_NE(stats.find("\"policy\": \"store\""), std::string::npos) << stats;
+}
+
+TEST_F(Cli, F32GradientFromAnInitFileMatchesTheReference)
+{
+  ASSERT_EQ(run("init allen-cahn --n 24 --seed 5 --out " + path("u0.bin")), 0) << output_;
+  std::vector<float> const u0 = read<float>("u0.bin");
+  ASSERT_EQ(u0.size(), 24u * 24u);
+  ASSERT_EQ(run("run allen-cahn --n 24 --steps 10 --input " + path("u0.bin") + " --grad-out " + path("g.bin") +
+                " --backend cpu --policy store --budget 1M --stages 3 --tile-records 5"),
+            0)
+    << output_;
+  std::vector<float> const g = read<float>("g.bin");
+  EXPECT_LT(testing::relative_error(g, testing::reference_gradient(testing::widen(u0), {24, 10})), 1e-4);
+}
+
+TEST_F(Cli, BadUsageAndInputExitWithStatus2)
+{
+  write("u0.bin", std::vector<float>(16, 0.25f));
+  std::string const ok = "run allen-cahn --n 4 --steps 3 --input " + path("u0.bin") + " --grad-out " + path("g.bin");
+  EXPECT_EQ(run(ok + " --backend cpu"), 0) << output_;
+  struct bad_case {
+    std::string args;
+    std::string says;
+  };
+  std::vector<bad_case> const cases{
+    {"", "usage"},
+    {"frobnicate", "unknown command"},
+    {"run", "needs a workload"},
+    {"run heat --n 4", "unknown workload"},
+    {ok + " --colour red", "unknown option"},
+    {"run allen-cahn --steps 3 --input x --grad-out y", "missing required option '--n"},
+    {ok + " --n 4", "given twice"},
+    {"run allen-cahn --n 5 --steps 3 --input " + path("u0.bin") + " --grad-out " + path("g.bin"), "needs 100"},
+    {"run allen-cahn --n 4 --steps 3 --input " + path("missing.bin") + " --grad-out " + path("g.bin"), "cannot open"},
+    {ok + " --dtype f16", "f32 or f64"},
+    {ok + " --dtype f64", "needs 128"},
+    {ok + " --backend tpu", "--backend"},
+    {ok + " --backend hip", "not available"},
+    {ok + " --policy keep", "--policy"},
+    {ok + " --policy offload --backend cpu", "not available yet"},
+    {ok + " --policy recompute --backend cpu", "not available yet"},
+    {ok + " --budget 100 --backend cpu", "budget"},
+    {ok + " --budget 12Q", "non-negative integer"},
+    {ok + " --steps 0", "given twice"},
+    {"run allen-cahn --n 4 --steps 0 --input " + path("u0.bin") + " --grad-out " + path("g.bin"), "at least 1"},
+    {ok + " --stages 9", "between 2 and 8"},
+    {ok + " --tile-records 0", "at least 1"},
+    {ok + " --backend cpu --grad-out /nonexistent/dir/g.bin", "given twice"},
+    {"run allen-cahn --n 4 --steps 3 --input " + path("u0.bin") + " --backend cpu --grad-out /nonexistent/dir/g.bin",
+     "cannot open output"},
+    {"init allen-cahn --n 0 --out " + path("x.bin"), "between 1"},
+    {"info --verbose", "takes no options"},
+  };
+  for (bad_case const& c : cases) {
+    EXPECT_EQ(run(c.args), 2) << c.args << "\n" << output_;
+    EXPECT_NE(output_.find(c.says), std::string::npos) << c.args << "\n" << output_;
+  }
+}
+
+TEST_F(Cli, HelpAndInfoSucceed)
+{
+  EXPECT_EQ(run("--help"), 0);
+  EXPECT_NE(output_.find("run allen-cahn"), std::string::npos);
+  EXPECT_EQ(run("run --help"), 0);
+  EXPECT_NE(output_.find("--budget BYTES"), std::string::npos);
+  EXPECT_EQ(run("info"), 0);
+  EXPECT_NE(output_.find("cpu   available"), std::string::npos) << output_;
+}
+
+}  // namespace
+}  // namespace tapeflow

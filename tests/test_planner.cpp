@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <tapeflow/backend.hpp>
+#include <tapeflow/error.hpp>
+#include <tapeflow/plan.hpp>
+
+#include <gtest/gtest.h>
+
+namespace tapeflow {
+namespace {
+
+/// An H100-like device, so GPU planning is tested without a GPU.
+device_limits hopper()
+{
+  device_limits d;
+  d.kind = backend::cuda;
+  d.name = "test sm_90";
+  d.multiprocessors = 132;
+  d.shared_mem_per_block = 48 * 1024;
+  d.shared_mem_per_multiprocessor = 228 * 1024;
+  d.max_threads_per_block = 1024;
+  d.max_threads_per_multiprocessor = 2048;
+  d.warp_size = 32;
+  d.global_mem_bytes = std::size_t{80} << 30;
+  d.compute_capability = 90;
+  d.async_copy = true;
+  d.bulk_copy = true;
+  return d;
+}
+
+device_limits no_async()
+{
+  device_limits d = hopper();
+  d.name = "test, no async copy";
+  d.async_copy = false;
+  d.bulk_copy = false;
+  d.compute_capability = 75;
+  return d;
+}
+
+void expect_consistent(pipeline_plan const& p, device_limits const& d)
+{
+  EXPECT_GE(p.stages, 2);
+  EXPECT_LE(p.stages, max_pipeline_stages);
+  EXPECT_GE(p.tile_records, 1u);
+  EXPECT_EQ(p.tiles, (p.records + p.tile_records - 1) / p.tile_records);
+  EXPECT_LE(p.smem_bytes, d.shared_mem_per_block);
+  EXPECT_EQ(p.smem_bytes, (p.async_copy || d.kind == backend::cpu ? p.stages : 1) * p.tile_bytes());
+  EXPECT_GE(p.grid_blocks, 1);
+  EXPECT_LE(static_cast<std::size_t>(p.grid_blocks), p.tiles);
+}
+
+TEST(Planner, GpuAutoPlanFillsTheDevice)
+{
+  device_limits const d = hopper();
+  pipeline_plan const p = plan_pipeline(d, {16, std::size_t{1} << 22});
+  expect_consistent(p, d);
+  EXPECT_EQ(p.block_threads, 256);
+  EXPECT_EQ(p.tile_records % 256, 0u);
+  EXPECT_EQ(p.tile_bytes(), 8u * 1024);
+  EXPECT_EQ(p.stages, 4);
+  EXPECT_TRUE(p.async_copy);
+  // Enough tiles for a persistent grid of several blocks per multiprocessor.
+  EXPECT_GE(p.grid_blocks, 2 * d.multiprocessors);
+  EXPECT_NE(p.describe().find("cp.async"), std::string::npos);
+}
+
+TEST(Planner, SmallLayerGetsOneTileAndOneBlock)
+{
+  device_limits const d = hopper();
+  pipeline_plan const p = plan_pipeline(d, {16, 100});
+  expect_consistent(p, d);
+  EXPECT_EQ(p.tiles, 1u);
+  EXPECT_EQ(p.grid_blocks, 1);
+  EXPECT_EQ(p.tile_records, 256u);  // rounded to whole blocks
+}
+
+TEST(Planner, LargeRecordsShrinkStagesThenTiles)
+{
+  device_limits const d = hopper();
+  pipeline_plan const p = plan_pipeline(d, {8 * 1024, 1000});
+  expect_consistent(p, d);
+  EXPECT_EQ(p.tile_records, 1u);
+  EXPECT_LE(p.stages * p.tile_bytes(), d.shared_mem_per_block);
+}
+
+TEST(Planner, RecordTooLargeForTwoStagesIsAnError)
+{
+  EXPECT_THROW(static_cast<void>(plan_pipeline(hopper(), {32 * 1024, 10})), logic_error);
+}
+
+TEST(Planner, ExplicitSettingsAreKeptOrRejected)
+{
+  device_limits const d = hopper();
+  pipeline_request r{16, 10000, 100, 3, 128};
+  pipeline_plan const p = plan_pipeline(d, r);
+  expect_consistent(p, d);
+  EXPECT_EQ(p.tile_records, 100u);
+  EXPECT_EQ(p.stages, 3);
+  EXPECT_EQ(p.block_threads, 128);
+  EXPECT_EQ(p.tiles, 100u);
+
+  EXPECT_THROW(static_cast<void>(plan_pipeline(d, {16, 100, 0, 1})), logic_error);     // < 2 stages
+  EXPECT_THROW(static_cast<void>(plan_pipeline(d, {16, 100, 0, 9})), logic_error);     // > 8 stages
+  EXPECT_THROW(static_cast<void>(plan_pipeline(d, {16, 100, 4096, 4})), logic_error);  // 64 KiB staged
+  EXPECT_THROW(static_cast<void>(plan_pipeline(d, {16, 100, 0, 0, 100})), logic_error);  // not a warp multiple
+  EXPECT_THROW(static_cast<void>(plan_pipeline(d, {16, 100, 0, 0, 2048})), logic_error); // too many threads
+}
+
+TEST(Planner, BadSizesAreErrors)
+{
+  device_limits const d = hopper();
+  EXPECT_THROW(static_cast<void>(plan_pipeline(d, {0, 100})), logic_error);
+  EXPECT_THROW(static_cast<void>(plan_pipeline(d, {8, 100})), logic_error);
+  EXPECT_THROW(static_cast<void>(plan_pipeline(d, {24, 100})), logic_error);
+  EXPECT_THROW(static_cast<void>(plan_pipeline(d, {16, 0})), logic_error);
+}
+
+TEST(Planner, PlainPipelineHasTwoStagesAndRegisterSizedTiles)
+{
+  device_limits const d = no_async();
+  pipeline_plan const p = plan_pipeline(d, {16, std::size_t{1} << 20});
+  expect_consistent(p, d);
+  EXPECT_FALSE(p.async_copy);
+  EXPECT_EQ(p.stages, 2);
+  EXPECT_EQ(p.smem_bytes, p.tile_bytes());
+  EXPECT_LE(p.tile_bytes(), static_cast<std::size_t>(p.block_threads) * max_register_chunks * 16);
+  EXPECT_THROW(static_cast<void>(plan_pipeline(d, {16, 1000, 0, 4})), logic_error);
+  // A tile larger than the registers can hold.
+  EXPECT_THROW(static_cast<void>(plan_pipeline(d, {16, 100000, 2048 + 256, 2, 256})), logic_error);
+  // Forcing the plain variant where async copy exists.
+  pipeline_request forced{16, 5000};
+  forced.force_plain = true;
+  EXPECT_FALSE(plan_pipeline(hopper(), forced).async_copy);
+}
+
+TEST(Planner, CpuPlanUsesTheStagingRing)
+{
+  device_limits const d = query_device_limits(backend::cpu);
+  EXPECT_EQ(d.kind, backend::cpu);
+  EXPECT_GE(d.multiprocessors, 1);
+  pipeline_plan const p = plan_pipeline(d, {16, 100000});
+  expect_consistent(p, d);
+  EXPECT_EQ(p.block_threads, 1);
+  EXPECT_EQ(p.grid_blocks, 1);
+  EXPECT_EQ(p.tile_bytes(), 64u * 1024);
+  EXPECT_EQ(p.stages, 4);
+  EXPECT_THROW(static_cast<void>(plan_pipeline(d, {16, 100, 0, 0, 32})), logic_error);
+}
+
+TEST(Planner, TileLayoutCoversEveryRecordOnce)
+{
+  for (std::size_t records : {1u, 7u, 256u, 257u, 1000u}) {
+    for (std::size_t tile : {1u, 3u, 256u, 1024u}) {
+      tile_layout const l{records, tile};
+      std::size_t covered = 0;
+      for (std::size_t t = 0; t < l.tiles(); ++t) {
+        EXPECT_EQ(l.first(t), covered);
+        EXPECT_GE(l.count(t), 1u);
+        covered += l.count(t);
+      }
+      EXPECT_EQ(covered, records) << records << " records, tiles of " << tile;
+      EXPECT_EQ(l.count(l.tiles()), 0u);
+    }
+  }
+}
+
+TEST(Backend, NamesRoundTripAndCpuIsAvailable)
+{
+  for (backend b : {backend::cpu, backend::cuda, backend::hip}) { EXPECT_EQ(parse_backend(to_string(b)), b); }
+  EXPECT_THROW(static_cast<void>(parse_backend("tpu")), logic_error);
+  EXPECT_TRUE(backend_available(backend::cpu));
+  EXPECT_TRUE(backend_unavailable_reason(backend::cpu).empty());
+  EXPECT_FALSE(backend_compiled(backend::hip));
+  EXPECT_THROW(static_cast<void>(query_device_limits(backend::hip)), unavailable_error);
+  EXPECT_THROW(static_cast<void>(query_device_limits(backend::cpu, 1)), logic_error);
+  EXPECT_FALSE(list_devices().empty());
+}
+
+}  // namespace
+}  // namespace tapeflow

@@ -103,7 +103,12 @@ INSTANTIATE_TEST_SUITE_P(
                     case_shape{99999, 100, 5, 96, false}, case_shape{77777, 64, 6, 32, false},
                     case_shape{65536, 128, 7, 256, false}, case_shape{300000, 256, 8, 256, false},
                     case_shape{1, 0, 0, 0, true}, case_shape{12345, 37, 2, 64, true},
-                    case_shape{1 << 20, 0, 0, 0, true}, case_shape{54321, 2048, 2, 256, true}));
+                    case_shape{1 << 20, 0, 0, 0, true}, case_shape{54321, 2048, 2, 256, true}),
+  [](auto const& param_info) {
+    case_shape const& c = param_info.param;
+    return std::string{c.plain ? "plain" : "async"} + "_r" + std::to_string(c.records) + "_t" +
+           std::to_string(c.tile_records) + "_s" + std::to_string(c.stages) + "_b" + std::to_string(c.block_threads);
+  });
 
 }  // namespace
 }  // namespace tapeflow

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// Allen–Cahn's CUDA kernels and chain step: the primal and augmented forward write coalesced
+// 16-byte records; the reverse reads the tape only through the staged tile pipeline. Shared by
+// the workload (cuda.cu) and the benchmark driver.
+#pragma once
+
+#include "allen_cahn.hpp"
+#include "math.hpp"
+
+#include <tapeflow/device/launch.cuh>
+#include <tapeflow/device/platform.hpp>
+#include <tapeflow/device/tile_pipeline.cuh>
+#include <tapeflow/memory.hpp>
+
+#include <cub/device/device_reduce.cuh>
+#include <cuda/std/functional>
+
+namespace tapeflow::workloads::allen_cahn::detail {
+
+inline constexpr int forward_threads = 256;
+
+template <class T>
+__global__ void primal_kernel(T const* __restrict__ in, T* __restrict__ out, std::size_t n, coefficients<T> k)
+{
+  std::size_t const cells = n * n;
+  for (std::size_t cell = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; cell < cells;
+       cell += std::size_t{gridDim.x} * blockDim.x) {
+    out[cell] = step_at(in, n, cell, k);
+  }
+}
+
+template <class T>
+__global__ void augmented_forward_kernel(T const* __restrict__ in, T* __restrict__ out,
+                                         tape_writer<record<T>> tape, std::size_t n, coefficients<T> k)
+{
+  for (std::size_t r = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; r < tape.size();
+       r += std::size_t{gridDim.x} * blockDim.x) {
+    tape.write(r, forward_region(in, out, n, r, k));
+  }
+}
+
+template <class T, int Stages>
+__global__ void reverse_kernel(tape_reader<record<T>> tape, T const* __restrict__ g_out, T* __restrict__ g_in,
+                               std::size_t n, coefficients<T> k)
+{
+  device::tile_pipeline<record<T>, Stages>::reverse(
+    tape, [&](std::size_t, record<T> const* staged, std::size_t first, std::size_t count) {
+      for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
+        reverse_region(staged[i], g_out, g_in, n, first + i, k);
+      }
+    });
+}
+
+template <class T>
+struct half_square {
+  __host__ __device__ T operator()(T v) const noexcept { return T(0.5) * v * v; }
+};
+
+template <class T>
+struct cuda_step {
+  using value_type = T;
+  using record_type = record<T>;
+
+  std::size_t n;
+  coefficients<T> k;
+  int multiprocessors;
+
+  [[nodiscard]] std::size_t state_size() const noexcept { return n * n; }
+  [[nodiscard]] std::size_t records_per_step() const noexcept { return records_for<T>(n * n); }
+
+  void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view s) const
+  {
+    int const grid = device::grid_for(tape.size(), forward_threads, multiprocessors);
+    augmented_forward_kernel<T><<<grid, forward_threads, 0, to_native(s)>>>(in, out, tape, n, k);
+    TAPEFLOW_CHECK_LAUNCH();
+  }
+
+  void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
+               stream_view s) const
+  {
+    device::with_tile_pipeline<record_type>(plan, [&](auto stages) {
+      constexpr int S = decltype(stages)::value;
+      reverse_kernel<T, S><<<plan.grid_blocks, plan.block_threads, plan.smem_bytes, to_native(s)>>>(
+        tape, g_out, g_in, n, k);
+      TAPEFLOW_CHECK_LAUNCH();
+    });
+  }
+};
+
+template <class T>
+T cuda_loss(device_buffer const& state, stream_view s)
+{
+  std::size_t const count = state.size() / sizeof(T);
+  device_buffer out(backend::cuda, sizeof(T), s);
+  std::size_t temp_bytes = 0;
+  TAPEFLOW_CUDA_TRY(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, state.data_as<T>(), out.data_as<T>(),
+                                                       count, cuda::std::plus<T>{}, half_square<T>{}, T(0),
+                                                       to_native(s)));
+  device_buffer temp(backend::cuda, temp_bytes == 0 ? 1 : temp_bytes, s);
+  TAPEFLOW_CUDA_TRY(cub::DeviceReduce::TransformReduce(temp.data(), temp_bytes, state.data_as<T>(),
+                                                       out.data_as<T>(), count, cuda::std::plus<T>{},
+                                                       half_square<T>{}, T(0), to_native(s)));
+  T loss{};
+  out.download(&loss, sizeof(T), s);
+  return loss;
+}
+
+/// One primal step on the device.
+template <class T>
+void cuda_primal_step(T const* in, T* out, std::size_t n, coefficients<T> k, int multiprocessors, stream_view s)
+{
+  int const grid = device::grid_for(n * n, forward_threads, multiprocessors);
+  primal_kernel<T><<<grid, forward_threads, 0, to_native(s)>>>(in, out, n, k);
+  TAPEFLOW_CHECK_LAUNCH();
+}
+
+}  // namespace tapeflow::workloads::allen_cahn::detail

@@ -29,6 +29,8 @@ struct shape {
   std::size_t steps;
 };
 
+void PrintTo(shape const& s, std::ostream* os) { *os << "n = " << s.n << ", T = " << s.steps; }
+
 class AllenCahnCpu : public ::testing::TestWithParam<shape> {};
 
 TEST_P(AllenCahnCpu, F64GradientMatchesCentralFiniteDifferences)

@@ -42,6 +42,12 @@ struct case_shape {
   bool plain;
 };
 
+void PrintTo(case_shape const& c, std::ostream* os)
+{
+  *os << c.records << " records, tiles of " << c.tile_records << ", " << c.stages << " stages, " << c.block_threads
+      << " threads" << (c.plain ? ", plain" : "");
+}
+
 class SM80_TilePipeline : public ::testing::TestWithParam<case_shape> {
  protected:
   void SetUp() override

@@ -65,6 +65,12 @@ struct chain_stats {
 /// unavailable_error for tiers this build does not provide.
 tape_policy resolve_policy(tape_policy requested, std::size_t tape_bytes, std::size_t budget_bytes);
 
+/// Plans a chain of `steps` layers of `records_per_step` records of `record_bytes` bytes: checks
+/// the sizes, resolves the policy against the budget and asks the planner for the tiling. What a
+/// chain will do, before it runs (the returned stats carry no timings yet).
+chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, std::size_t steps,
+                       chain_options const& options);
+
 /// A chain of `steps` applications of one differentiated step.
 ///
 /// A Step provides:
@@ -88,23 +94,8 @@ class chain {
       tape_(options_.kind, tape_options{options_.budget_bytes})
   {
     require_record<record_type>();
-    TAPEFLOW_EXPECTS(steps_ > 0, "a chain needs at least one step");
     TAPEFLOW_EXPECTS(step_.state_size() > 0, "a chain's state must hold at least one value");
-    TAPEFLOW_EXPECTS(step_.records_per_step() > 0, "a chain step must write at least one record");
-    TAPEFLOW_NVTX_RANGE("tapeflow::chain::plan");
-    pipeline_request request = options_.pipeline;
-    request.record_bytes = sizeof(record_type);
-    request.records = step_.records_per_step();
-    stats_.kind = options_.kind;
-    stats_.plan = plan_pipeline(query_device_limits(options_.kind), request);
-    stats_.steps = steps_;
-    stats_.layer_bytes = layer_bytes(sizeof(record_type), request.records);
-    TAPEFLOW_EXPECTS(stats_.layer_bytes <= static_cast<std::size_t>(-1) / steps_,
-                     "the tape's size overflows: " + std::to_string(steps_) + " layers of " +
-                       std::to_string(stats_.layer_bytes) + " bytes");
-    stats_.tape_bytes = stats_.layer_bytes * steps_;
-    stats_.budget_bytes = options_.budget_bytes;
-    stats_.policy = resolve_policy(options_.policy, stats_.tape_bytes, options_.budget_bytes);
+    stats_ = plan_chain(sizeof(record_type), step_.records_per_step(), steps_, options_);
   }
 
   [[nodiscard]] pipeline_plan const& plan() const noexcept { return stats_.plan; }

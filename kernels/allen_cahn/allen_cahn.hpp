@@ -8,6 +8,7 @@
 #include <tapeflow/cpu/tile_ring.hpp>
 #include <tapeflow/plan.hpp>
 #include <tapeflow/policy.hpp>
+#include <tapeflow/stream.hpp>
 
 #include <cstddef>
 #include <functional>
@@ -27,6 +28,9 @@ struct options {
   tape_policy policy{tape_policy::automatic};
   std::size_t budget_bytes{0};       ///< device bytes the tape may hold; 0: no limit
   pipeline_request pipeline{};       ///< tile/stage/thread overrides
+  /// Stream the work is ordered on (the backend's default stream when default-constructed).
+  /// gradient() and primal() return host vectors, so they wait for it before returning.
+  stream_view stream{};
   bool measure_time{true};
   /// Fill every buffer the chain writes with NaN before it is written (tests: every element is
   /// written exactly where it should be).
@@ -49,6 +53,11 @@ void validate(problem const& p, std::size_t values);
 /// dL/du_0 and L for the initial state `u0` (n*n values, row-major).
 template <class T>
 [[nodiscard]] gradient_result<T> gradient(problem const& p, std::vector<T> const& u0, options const& o);
+
+/// What gradient() will do for this problem and these options (policy, tape size, tiling),
+/// without running it. Throws what gradient() would throw for a bad configuration.
+template <class T>
+[[nodiscard]] chain_stats plan(problem const& p, options const& o);
 
 /// u_T for the initial state `u0`, without a tape.
 template <class T>

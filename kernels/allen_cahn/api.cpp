@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "allen_cahn.hpp"
 #include "backends.hpp"
+#include "driver.hpp"
 #include "math.hpp"
 
 #include <tapeflow/error.hpp>
@@ -40,6 +41,13 @@ gradient_result<T> gradient(problem const& p, std::vector<T> const& u0, options 
 }
 
 template <class T>
+chain_stats plan(problem const& p, options const& o)
+{
+  validate(p, p.n * p.n);
+  return plan_chain(sizeof(record<T>), records_for<T>(p.n * p.n), p.steps, detail::chain_options_of(o));
+}
+
+template <class T>
 std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const& o)
 {
   switch (o.kind) {
@@ -61,6 +69,8 @@ template gradient_result<float> gradient(problem const&, std::vector<float> cons
 template gradient_result<double> gradient(problem const&, std::vector<double> const&, options const&);
 template std::vector<float> primal(problem const&, std::vector<float> const&, options const&);
 template std::vector<double> primal(problem const&, std::vector<double> const&, options const&);
+template chain_stats plan<float>(problem const&, options const&);
+template chain_stats plan<double>(problem const&, options const&);
 template float loss(std::vector<float> const&);
 template double loss(std::vector<double> const&);
 

@@ -44,7 +44,7 @@ gradient_result<T> run_gradient(Step step, Loss&& loss, problem const& p, std::v
   std::size_t const bytes = u0.size() * sizeof(T);
   reset_device_memory_peak(o.kind);
   chain<Step> c(std::move(step), p.steps, chain_options_of(o));
-  stream_view const stream{};
+  stream_view const stream = o.stream;
 
   device_buffer state(o.kind, bytes, stream);
   state.upload(u0.data(), bytes, stream);
@@ -70,7 +70,7 @@ std::vector<T> run_primal(Advance&& advance, problem const& p, std::vector<T> co
   TAPEFLOW_NVTX_RANGE("tapeflow::allen_cahn::primal");
   validate(p, u0.size());
   std::size_t const bytes = u0.size() * sizeof(T);
-  stream_view const stream{};
+  stream_view const stream = o.stream;
   device_buffer a(o.kind, bytes, stream);
   device_buffer b(o.kind, bytes, stream);
   a.upload(u0.data(), bytes, stream);

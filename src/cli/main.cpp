@@ -267,12 +267,16 @@ int run_allen_cahn(parsed_args const& args, std::string const& dtype)
   std::printf("tapeflow run allen-cahn: n = %zu, T = %zu, %s, backend %s (%s)\n", p.n, p.steps, dtype.c_str(),
               std::string{to_string(o.kind)}.c_str(), device.name.c_str());
 
+  chain_stats const planned = ac::plan<T>(p, o);
+  std::printf("plan:   policy %s, tape %zu layers x %s = %s (budget %s)\n",
+              std::string{to_string(planned.policy)}.c_str(), planned.steps, human_bytes(planned.layer_bytes).c_str(),
+              human_bytes(planned.tape_bytes).c_str(),
+              planned.budget_bytes == 0 ? "none" : human_bytes(planned.budget_bytes).c_str());
+  std::printf("        each layer: %s\n", planned.plan.describe().c_str());
+  std::fflush(stdout);
+
   ac::gradient_result<T> const r = ac::gradient(p, u0, o);
   chain_stats const& c = r.chain;
-  std::printf("plan:   policy %s, tape %zu layers x %s = %s (budget %s)\n",
-              std::string{to_string(c.policy)}.c_str(), c.steps, human_bytes(c.layer_bytes).c_str(),
-              human_bytes(c.tape_bytes).c_str(), c.budget_bytes == 0 ? "none" : human_bytes(c.budget_bytes).c_str());
-  std::printf("        each layer: %s\n", c.plan.describe().c_str());
   std::printf("loss:   %.9e\n", static_cast<double>(r.loss));
   std::printf("summary: forward %.3f ms, reverse %.3f ms; peak tape %s, peak device %s",
               c.forward_ms, c.reverse_ms, human_bytes(c.peak_tape_bytes).c_str(),
@@ -375,23 +379,31 @@ int main(int argc, char** argv)
   using namespace tapeflow;
   std::vector<std::string> const args(argv + 1, argv + argc);
   try {
-    return cli::dispatch(args);
+    int const status = cli::dispatch(args);
+    std::fflush(stdout);
+    return status;
   } catch (cli::usage_error const& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "tapeflow: %s\n(see 'tapeflow --help')\n", e.what());
     return 2;
   } catch (logic_error const& e) {  // bad input reached the library
+    std::fflush(stdout);
     std::fprintf(stderr, "tapeflow: %s\n", e.what());
     return 2;
   } catch (io_error const& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "tapeflow: %s\n", e.what());
     return 2;
   } catch (unavailable_error const& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "tapeflow: not available: %s\n", e.what());
     return 2;
   } catch (budget_error const& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "tapeflow: %s\n", e.what());
     return 2;
   } catch (std::exception const& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "tapeflow: failed: %s\n", e.what());
     return 1;
   }

@@ -6,6 +6,7 @@
 #include "backend/backend_ops.hpp"
 
 #include <array>
+#include <algorithm>
 #include <atomic>
 #include <utility>
 
@@ -23,9 +24,14 @@ usage_counters& counters(backend kind) noexcept
   return all[static_cast<std::size_t>(kind)];
 }
 
-void account_allocation(backend kind, std::size_t bytes) noexcept
+usage_counters& host_counters(backend kind) noexcept
 {
-  usage_counters& c = counters(kind);
+  static std::array<usage_counters, 3> all;
+  return all[static_cast<std::size_t>(kind)];
+}
+
+void account(usage_counters& c, std::size_t bytes) noexcept
+{
   std::size_t const now = c.current.fetch_add(bytes) + bytes;
   std::size_t peak = c.peak.load();
   while (now > peak && !c.peak.compare_exchange_weak(peak, now)) {}
@@ -38,7 +44,7 @@ device_buffer::device_buffer(backend kind, std::size_t bytes, stream_view stream
 {
   TAPEFLOW_EXPECTS(bytes > 0, "a device_buffer needs a positive size");
   data_ = detail::ops(kind).allocate(bytes, stream);
-  account_allocation(kind, bytes);
+  account(counters(kind), bytes);
 }
 
 device_buffer::~device_buffer() { release(); }
@@ -118,6 +124,98 @@ void reset_device_memory_peak(backend kind) noexcept
 {
   usage_counters& c = counters(kind);
   c.peak.store(c.current.load());
+}
+
+memory_usage host_memory_usage(backend kind) noexcept
+{
+  usage_counters const& c = host_counters(kind);
+  return {c.current.load(), c.peak.load()};
+}
+
+void reset_host_memory_peak(backend kind) noexcept
+{
+  usage_counters& c = host_counters(kind);
+  c.peak.store(c.current.load());
+}
+
+pinned_buffer::pinned_buffer(backend kind, std::size_t bytes) : kind_(kind), bytes_(bytes)
+{
+  TAPEFLOW_EXPECTS(bytes > 0, "a pinned_buffer needs a positive size");
+  data_ = detail::ops(kind).allocate_host(bytes);
+  account(host_counters(kind), bytes);
+}
+
+pinned_buffer::~pinned_buffer() { release(); }
+
+pinned_buffer::pinned_buffer(pinned_buffer&& other) noexcept
+  : kind_(other.kind_), data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0))
+{
+}
+
+pinned_buffer& pinned_buffer::operator=(pinned_buffer&& other) noexcept
+{
+  if (this != &other) {
+    release();
+    kind_ = other.kind_;
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+void pinned_buffer::release() noexcept
+{
+  if (data_ == nullptr) { return; }
+  detail::find_ops(kind_)->deallocate_host(data_, bytes_);
+  host_counters(kind_).current.fetch_sub(bytes_);
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+void copy_to_host_async(pinned_buffer& dst, device_buffer const& src, std::size_t bytes, stream_view stream)
+{
+  TAPEFLOW_EXPECTS(dst.kind() == src.kind(), "host and device buffers of different backends");
+  check_range(0, bytes, std::min(dst.size(), src.size()), "copy to host");
+  detail::ops(src.kind()).copy(dst.data(), src.data(), bytes, detail::copy_kind::device_to_host, stream);
+}
+
+void copy_to_device_async(device_buffer& dst, pinned_buffer const& src, std::size_t bytes, stream_view stream)
+{
+  TAPEFLOW_EXPECTS(dst.kind() == src.kind(), "host and device buffers of different backends");
+  check_range(0, bytes, std::min(dst.size(), src.size()), "copy to device");
+  detail::ops(dst.kind()).copy(dst.data(), src.data(), bytes, detail::copy_kind::host_to_device, stream);
+}
+
+event::event(backend kind) : kind_(kind), native_(detail::ops(kind).create_event()) {}
+
+event::~event() { reset(); }
+
+event::event(event&& other) noexcept : kind_(other.kind_), native_(std::exchange(other.native_, nullptr)) {}
+
+event& event::operator=(event&& other) noexcept
+{
+  if (this != &other) {
+    reset();
+    kind_ = other.kind_;
+    native_ = std::exchange(other.native_, nullptr);
+  }
+  return *this;
+}
+
+void event::reset() noexcept
+{
+  if (native_ != nullptr) { detail::find_ops(kind_)->destroy_event(native_); }
+  native_ = nullptr;
+}
+
+void event::record(stream_view stream) { detail::ops(kind_).record_event(native_, stream); }
+void event::wait(stream_view stream) const { detail::ops(kind_).wait_event(stream, native_); }
+void event::synchronize() const { detail::ops(kind_).synchronize_event(native_); }
+
+float elapsed_ms(event const& start, event const& stop)
+{
+  TAPEFLOW_EXPECTS(start.kind_ == stop.kind_, "elapsed_ms between events of different backends");
+  return detail::ops(start.kind_).elapsed_ms(start.native_, stop.native_);
 }
 
 stream::stream(backend kind) : kind_(kind), native_(detail::ops(kind).create_stream()) {}

@@ -48,6 +48,34 @@ class device_buffer {
   stream_view stream_{};
 };
 
+/// Page-locked host memory for a backend's host tier (cudaMallocHost on CUDA), with byte
+/// accounting. Move-only.
+class pinned_buffer {
+ public:
+  pinned_buffer() noexcept = default;
+  pinned_buffer(backend kind, std::size_t bytes);
+  ~pinned_buffer();
+  pinned_buffer(pinned_buffer&& other) noexcept;
+  pinned_buffer& operator=(pinned_buffer&& other) noexcept;
+  pinned_buffer(pinned_buffer const&) = delete;
+  pinned_buffer& operator=(pinned_buffer const&) = delete;
+
+  [[nodiscard]] void* data() noexcept { return data_; }
+  [[nodiscard]] void const* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
+  [[nodiscard]] backend kind() const noexcept { return kind_; }
+
+ private:
+  void release() noexcept;
+  backend kind_{backend::cpu};
+  void* data_{nullptr};
+  std::size_t bytes_{0};
+};
+
+/// Copies `bytes` between a device buffer and pinned host memory on `stream`, asynchronously.
+void copy_to_host_async(pinned_buffer& dst, device_buffer const& src, std::size_t bytes, stream_view stream);
+void copy_to_device_async(device_buffer& dst, pinned_buffer const& src, std::size_t bytes, stream_view stream);
+
 /// Bytes tapeflow holds in a backend's device memory, now and at the high-water mark.
 struct memory_usage {
   std::size_t current_bytes{0};
@@ -57,5 +85,9 @@ struct memory_usage {
 [[nodiscard]] memory_usage device_memory_usage(backend kind) noexcept;
 /// Starts a new high-water mark at the current usage.
 void reset_device_memory_peak(backend kind) noexcept;
+
+/// Bytes tapeflow holds in a backend's pinned host memory (the host tier).
+[[nodiscard]] memory_usage host_memory_usage(backend kind) noexcept;
+void reset_host_memory_peak(backend kind) noexcept;
 
 }  // namespace tapeflow

@@ -43,4 +43,34 @@ class stream {
   void* native_{nullptr};
 };
 
+/// An owning event of one backend: marks a point in a stream that other streams (or the host)
+/// can wait for, and times the work between two points.
+class event {
+ public:
+  explicit event(backend kind);
+  ~event();
+  event(event&& other) noexcept;
+  event& operator=(event&& other) noexcept;
+  event(event const&) = delete;
+  event& operator=(event const&) = delete;
+
+  /// Marks the point after everything queued on `stream` so far.
+  void record(stream_view stream);
+  /// Makes `stream` wait for the most recent record before running what is queued after this
+  /// call. (The CPU backend's default stream runs inline: the calling thread waits.)
+  void wait(stream_view stream) const;
+  /// Blocks the calling thread until the most recent record has completed.
+  void synchronize() const;
+  [[nodiscard]] backend kind() const noexcept { return kind_; }
+
+ private:
+  friend float elapsed_ms(event const& start, event const& stop);
+  void reset() noexcept;
+  backend kind_;
+  void* native_{nullptr};
+};
+
+/// Milliseconds between two recorded events of one backend (waits for both to complete).
+[[nodiscard]] float elapsed_ms(event const& start, event const& stop);
+
 }  // namespace tapeflow

@@ -27,6 +27,20 @@ struct backend_ops {
   void (*synchronize)(stream_view stream);
   void* (*create_stream)();
   void (*destroy_stream)(void* native) noexcept;
+
+  /// Page-locked host memory (the host tier): cudaMallocHost on CUDA, aligned memory on the CPU.
+  void* (*allocate_host)(std::size_t bytes);
+  void (*deallocate_host)(void* ptr, std::size_t bytes) noexcept;
+
+  /// Events order work across streams. `wait_event` makes `stream` wait for the event's most
+  /// recent record (on the CPU backend's default stream: the calling thread waits).
+  void* (*create_event)();
+  void (*destroy_event)(void* event) noexcept;
+  void (*record_event)(void* event, stream_view stream);
+  void (*wait_event)(stream_view stream, void* event);
+  void (*synchronize_event)(void* event);
+  /// Milliseconds between two completed events.
+  float (*elapsed_ms)(void* start, void* stop);
 };
 
 /// The table of a compiled backend, or nullptr when this build lacks it.

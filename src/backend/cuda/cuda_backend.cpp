@@ -135,14 +135,64 @@ void cuda_destroy_stream(void* native) noexcept
   TAPEFLOW_ASSERT_CUDA_SUCCESS(cudaStreamDestroy(static_cast<cudaStream_t>(native)));
 }
 
+void* cuda_allocate_host(std::size_t bytes)
+{
+  void* ptr = nullptr;
+  cudaError_t const status = cudaMallocHost(&ptr, bytes);
+  if (status == cudaErrorMemoryAllocation) {
+    static_cast<void>(cudaGetLastError());
+    TAPEFLOW_FAIL_BYTES(out_of_memory,
+                        "pinned host allocation of " + std::to_string(bytes) + " bytes failed (cudaErrorMemoryAllocation)",
+                        bytes);
+  }
+  TAPEFLOW_CUDA_TRY(status);
+  return ptr;
+}
+
+void cuda_deallocate_host(void* ptr, std::size_t) noexcept { TAPEFLOW_ASSERT_CUDA_SUCCESS(cudaFreeHost(ptr)); }
+
+cudaEvent_t as_event(void* e) noexcept { return static_cast<cudaEvent_t>(e); }
+
+void* cuda_create_event()
+{
+  cudaEvent_t event = nullptr;
+  TAPEFLOW_CUDA_TRY(cudaEventCreate(&event));
+  return event;
+}
+
+void cuda_destroy_event(void* e) noexcept { TAPEFLOW_ASSERT_CUDA_SUCCESS(cudaEventDestroy(as_event(e))); }
+
+void cuda_record_event(void* e, stream_view stream)
+{
+  TAPEFLOW_CUDA_TRY(cudaEventRecord(as_event(e), to_native(stream)));
+}
+
+void cuda_wait_event(stream_view stream, void* e)
+{
+  TAPEFLOW_CUDA_TRY(cudaStreamWaitEvent(to_native(stream), as_event(e), 0));
+}
+
+void cuda_synchronize_event(void* e) { TAPEFLOW_CUDA_TRY(cudaEventSynchronize(as_event(e))); }
+
+float cuda_elapsed_ms(void* start, void* stop)
+{
+  TAPEFLOW_CUDA_TRY(cudaEventSynchronize(as_event(stop)));
+  float ms = 0;
+  TAPEFLOW_CUDA_TRY(cudaEventElapsedTime(&ms, as_event(start), as_event(stop)));
+  return ms;
+}
+
 }  // namespace
 
 backend_ops const& cuda_backend_ops() noexcept
 {
-  static backend_ops const table{backend::cuda,     cuda_device_count, cuda_unavailable_reason,
-                                 cuda_limits,       cuda_allocate,     cuda_deallocate,
-                                 cuda_copy,         cuda_fill,         cuda_synchronize,
-                                 cuda_create_stream, cuda_destroy_stream};
+  static backend_ops const table{backend::cuda,        cuda_device_count,    cuda_unavailable_reason,
+                                 cuda_limits,          cuda_allocate,        cuda_deallocate,
+                                 cuda_copy,            cuda_fill,            cuda_synchronize,
+                                 cuda_create_stream,   cuda_destroy_stream,  cuda_allocate_host,
+                                 cuda_deallocate_host, cuda_create_event,    cuda_destroy_event,
+                                 cuda_record_event,    cuda_wait_event,      cuda_synchronize_event,
+                                 cuda_elapsed_ms};
   return table;
 }
 

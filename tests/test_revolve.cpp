@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <tapeflow/error.hpp>
+#include <tapeflow/revolve.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+namespace tapeflow {
+namespace {
+
+TEST(Revolve, BinomialAndRepetitions)
+{
+  EXPECT_EQ(binomial(10, 3), 120u);
+  EXPECT_EQ(binomial(5, 0), 1u);
+  EXPECT_EQ(binomial(3, 5), 0u);
+  EXPECT_EQ(binomial(200, 100), static_cast<std::size_t>(-1));  // saturates
+  EXPECT_EQ(revolve_repetitions(10, 1), 9u);
+  EXPECT_EQ(revolve_repetitions(1, 1), 0u);
+  EXPECT_THROW(static_cast<void>(revolve_repetitions(0, 3)), logic_error);
+  EXPECT_THROW(static_cast<void>(revolve_forward_steps(5, 0)), logic_error);
+}
+
+TEST(Revolve, TheIssuesTestVectors)
+{
+  struct vec {
+    std::size_t l, s, t;
+  };
+  for (vec v : {vec{10, 1, 45}, vec{10, 2, 20}, vec{100, 5, 316}, vec{100, 10, 222}, vec{1000, 10, 3636}}) {
+    EXPECT_EQ(revolve_forward_steps(v.l, v.s), v.t) << "l " << v.l << ", s " << v.s;
+    EXPECT_EQ(count_forward_steps(revolve_schedule(v.l, v.s)), v.t) << "l " << v.l << ", s " << v.s;
+  }
+}
+
+/// The optimum by exhaustive dynamic programming: reversing l steps from a stored start with s
+/// snapshots, the first split advancing m steps.
+std::size_t optimum(std::size_t l, std::size_t s, std::map<std::pair<std::size_t, std::size_t>, std::size_t>& memo)
+{
+  if (l == 1) { return 0; }
+  if (s == 1) { return l * (l - 1) / 2; }
+  auto const key = std::make_pair(l, s);
+  if (auto it = memo.find(key); it != memo.end()) { return it->second; }
+  std::size_t best = static_cast<std::size_t>(-1);
+  for (std::size_t m = 1; m < l; ++m) { best = std::min(best, m + optimum(l - m, s - 1, memo) + optimum(m, s, memo)); }
+  memo[key] = best;
+  return best;
+}
+
+TEST(Revolve, ScheduleIsOptimalAndValidForEverySmallChain)
+{
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> memo;
+  for (std::size_t l = 1; l <= 60; ++l) {
+    for (std::size_t s = 1; s <= 7; ++s) {
+      std::vector<revolve_action> const schedule = revolve_schedule(l, s);
+      std::size_t const expected = optimum(l, std::min(s, l), memo);
+      ASSERT_EQ(revolve_forward_steps(l, s), expected) << "l " << l << ", s " << s;
+      ASSERT_EQ(count_forward_steps(schedule), expected) << "l " << l << ", s " << s;
+
+      // Replay it: the working state, the snapshots, the reverse order and the slot count.
+      std::size_t where = 0;
+      std::vector<long> slot(std::min(s, l), -1);
+      std::size_t next_reverse = l;
+      bool have_layer = false;
+      std::size_t live = 0;
+      std::size_t max_live = 0;
+      for (revolve_action const& a : schedule) {
+        switch (a.op) {
+          case revolve_op::store:
+            ASSERT_EQ(where, a.from);
+            ASSERT_LT(a.slot, slot.size());
+            ASSERT_EQ(slot[a.slot], -1) << "slot in use";
+            slot[a.slot] = static_cast<long>(a.from);
+            max_live = std::max(max_live, ++live);
+            break;
+          case revolve_op::restore:
+            ASSERT_EQ(slot[a.slot], static_cast<long>(a.from));
+            where = a.from;
+            break;
+          case revolve_op::advance:
+            ASSERT_EQ(where, a.from);
+            ASSERT_LT(a.from, a.to);
+            where = a.to;
+            break;
+          case revolve_op::taped:
+            ASSERT_EQ(where, a.from);
+            ASSERT_EQ(a.from + 1, next_reverse) << "steps are reversed last-first";
+            ASSERT_FALSE(have_layer);
+            have_layer = true;
+            where = a.from + 1;
+            break;
+          case revolve_op::reverse:
+            ASSERT_TRUE(have_layer);
+            ASSERT_EQ(a.from + 1, next_reverse);
+            have_layer = false;
+            --next_reverse;
+            break;
+          case revolve_op::release:
+            ASSERT_EQ(slot[a.slot], static_cast<long>(a.from));
+            slot[a.slot] = -1;
+            --live;
+            break;
+        }
+      }
+      EXPECT_EQ(next_reverse, 0u);
+      EXPECT_EQ(live, 0u);
+      EXPECT_LE(max_live, std::min(s, l));
+    }
+  }
+}
+
+TEST(Revolve, FirstReverseFollowsTheTapedLastStep)
+{
+  std::vector<revolve_action> const schedule = revolve_schedule(17, 3);
+  auto const first_reverse = std::find_if(schedule.begin(), schedule.end(),
+                                          [](revolve_action const& a) { return a.op == revolve_op::reverse; });
+  ASSERT_NE(first_reverse, schedule.begin());
+  EXPECT_EQ(std::prev(first_reverse)->op, revolve_op::taped);
+  EXPECT_EQ(std::prev(first_reverse)->from, 16u);
+}
+
+}  // namespace
+}  // namespace tapeflow

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <tapeflow/chain.hpp>
+
+#include <algorithm>
 #include <tapeflow/error.hpp>
 #include <tapeflow/nvtx.hpp>
 #include <tapeflow/policy.hpp>
+#include <tapeflow/tiers.hpp>
 
 namespace tapeflow {
 
@@ -25,28 +28,13 @@ tape_policy parse_policy(std::string_view name)
   TAPEFLOW_FAIL(logic_error, "unknown policy '" + std::string{name} + "' (expected auto, store, offload or recompute)");
 }
 
-tape_policy resolve_policy(tape_policy requested, std::size_t tape_bytes, std::size_t budget_bytes)
-{
-  if (requested == tape_policy::offload || requested == tape_policy::recompute) {
-    TAPEFLOW_FAIL(unavailable_error, "policy '" + std::string{to_string(requested)} +
-                                       "' is not available yet: this build keeps every layer on the device "
-                                       "(policy 'store')");
-  }
-  if (budget_bytes != 0 && tape_bytes > budget_bytes) {
-    TAPEFLOW_FAIL_BYTES(budget_error,
-                  "the tape needs " + std::to_string(tape_bytes) + " bytes on the device; the budget is " +
-                    std::to_string(budget_bytes) + " bytes and no other tier is available yet",
-                  tape_bytes);
-  }
-  return tape_policy::store;
-}
-
 chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, std::size_t steps,
-                       chain_options const& options)
+                       std::size_t state_bytes, chain_options const& options)
 {
   TAPEFLOW_NVTX_RANGE("tapeflow::plan_chain");
   TAPEFLOW_EXPECTS(steps > 0, "a chain needs at least one step");
   TAPEFLOW_EXPECTS(records_per_step > 0, "a chain step must write at least one record");
+  TAPEFLOW_EXPECTS(state_bytes > 0, "a chain's state must hold at least one byte");
   pipeline_request request = options.pipeline;
   request.record_bytes = record_bytes;
   request.records = records_per_step;
@@ -62,7 +50,29 @@ chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, s
                      std::to_string(stats.layer_bytes) + " bytes");
   stats.tape_bytes = stats.layer_bytes * steps;
   stats.budget_bytes = options.budget_bytes;
-  stats.policy = resolve_policy(options.policy, stats.tape_bytes, options.budget_bytes);
+
+  tier_request tiers;
+  tiers.policy = options.policy;
+  tiers.state_bytes = state_bytes;
+  // Nothing runs on less than one tile times the pipeline depth (or one layer, if smaller).
+  tiers.min_device_bytes = std::min(stats.plan.smem_bytes, stats.layer_bytes);
+  tiers.budgets = {options.budget_bytes, options.host_budget_bytes};
+  bool const fits_as_stored = options.budget_bytes == 0 || stats.tape_bytes <= options.budget_bytes;
+  bool const needs_costs = options.policy == tape_policy::offload ||
+                           (options.policy == tape_policy::automatic && !fits_as_stored);
+  tiers.bw = options.bw;
+  if (needs_costs && (tiers.bw.h2d_GBps <= 0 || tiers.bw.d2h_GBps <= 0 || tiers.bw.d2d_GBps <= 0)) {
+    tiers.bw = measure_bandwidths(options.kind);
+  }
+  // A step reads and writes the state and writes (or reads) one layer: estimate its time from
+  // the traffic at the device's copy bandwidth (a copy moves each byte twice).
+  double const step_ms = tiers.bw.d2d_GBps > 0
+                           ? static_cast<double>(2 * state_bytes + stats.layer_bytes) / (2.0 * tiers.bw.d2d_GBps * 1e6)
+                           : 0.0;
+  tiers.layers.assign(steps, layer_info{stats.layer_bytes, step_ms, step_ms});
+  stats.tiers = plan_tiers(tiers);
+  stats.policy = stats.tiers.policy;
+  stats.host_tape_bytes = stats.tiers.host_bytes;
   return stats;
 }
 

@@ -21,6 +21,11 @@ struct toy_step {
   [[nodiscard]] std::size_t state_size() const noexcept { return size; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return (size + 1) / 2; }
 
+  void forward(std::size_t, double const* in, double* out, stream_view) const
+  {
+    for (std::size_t k = 0; k < size; ++k) { out[k] = in[k] + 0.5 * in[k] * in[k]; }
+  }
+
   void augmented_forward(std::size_t, double const* in, double* out, tape_writer<record_type> tape, stream_view) const
   {
     for (std::size_t r = 0; r < tape.size(); ++r) {
@@ -120,19 +125,24 @@ TEST(Chain, BadConfigurationsAreTypedErrors)
   EXPECT_THROW(chain<toy_step>(toy_step{4}, 0, chain_options{}), logic_error);
   EXPECT_THROW(chain<toy_step>(toy_step{0}, 3, chain_options{}), logic_error);
   chain_options budget;
+  budget.policy = tape_policy::store;
   budget.budget_bytes = 2 * 2 * sizeof(toy_step::record_type);  // two of three layers
   EXPECT_THROW(chain<toy_step>(toy_step{4}, 3, budget), budget_error);
   budget.budget_bytes = 3 * 2 * sizeof(toy_step::record_type);
   EXPECT_NO_THROW(chain<toy_step>(toy_step{4}, 3, budget));
-  for (tape_policy p : {tape_policy::offload, tape_policy::recompute}) {
-    chain_options o;
-    o.policy = p;
-    EXPECT_THROW(chain<toy_step>(toy_step{4}, 3, o), unavailable_error);
-  }
   chain_options stages;
   stages.pipeline.stages = 1;
   EXPECT_THROW(chain<toy_step>(toy_step{4}, 3, stages), logic_error);
   EXPECT_THROW(chain<toy_step>(toy_step{4}, static_cast<std::size_t>(-1) / 8, chain_options{}), logic_error);
+  // Below one tile times the pipeline depth nothing can run, whatever the policy.
+  for (tape_policy p : {tape_policy::automatic, tape_policy::store, tape_policy::offload, tape_policy::recompute}) {
+    chain_options tiny;
+    tiny.policy = p;
+    tiny.pipeline.tile_records = 2;
+    tiny.pipeline.stages = 4;
+    tiny.budget_bytes = 4 * 2 * sizeof(toy_step::record_type) - 1;
+    EXPECT_THROW(chain<toy_step>(toy_step{40}, 3, tiny), budget_error) << to_string(p);
+  }
 }
 
 TEST(Policy, NamesRoundTrip)

@@ -1,23 +1,36 @@
 // SPDX-License-Identifier: Apache-2.0
-// The host scheduler for a chain of differentiated steps: the forward pushes one layer per step,
-// the reverse pops them last-first and hands each to the step's staged reverse kernel.
+// The host scheduler for a chain of differentiated steps. The forward runs every step and keeps
+// each step's layer in the tier the planner chose; the reverse visits the layers last-first and
+// hands each to the step's staged reverse kernel:
+//   device     pushed on the tape in the forward, popped in the reverse;
+//   host       written into a ring slot, copied out on a D2H stream, prefetched back on an H2D
+//              stream `prefetch_distance` layers ahead (detail/host_tier.hpp);
+//   recompute  a Revolve schedule: snapshots of the state, untaped advances, each layer taped
+//              just before its reverse.
 #pragma once
 
 #include <tapeflow/backend.hpp>
+#include <tapeflow/detail/host_tier.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/nvtx.hpp>
 #include <tapeflow/plan.hpp>
 #include <tapeflow/policy.hpp>
 #include <tapeflow/record.hpp>
+#include <tapeflow/revolve.hpp>
 #include <tapeflow/stream.hpp>
 #include <tapeflow/tape.hpp>
+#include <tapeflow/tiers.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace tapeflow {
 
@@ -27,31 +40,42 @@ enum class chain_phase { forward, reverse };
 struct chain_options {
   backend kind{backend::cpu};
   tape_policy policy{tape_policy::automatic};
-  /// Most device bytes the tape may occupy at once; 0 means the device's memory.
+  /// Most device bytes the tape (layers, host-tier ring, snapshots) may occupy at once; 0: no limit.
   std::size_t budget_bytes{0};
+  /// Most pinned host bytes the host tier may occupy; 0: no limit.
+  std::size_t host_budget_bytes{0};
+  /// Copy bandwidths for the planner's cost model; zeros mean "measure them" (once per process,
+  /// and only when the plan depends on them).
+  bandwidths bw{};
   /// Tile, stage and block overrides; `record_bytes` and `records` are filled in by the chain.
   pipeline_request pipeline{};
-  /// Synchronise around forward() and reverse() and record their wall time in the stats.
+  /// Synchronise around forward() and reverse() and record wall, stall and recompute times.
   bool measure_time{false};
   /// Fill each buffer the chain hands a step to write with NaN bytes (0xFF) first, so tests can
   /// prove that a step writes every element. Costs one fill per layer.
   bool poison{false};
-  /// Called after each layer: (phase, layers done, layers in all).
+  /// Called after each step: (phase, steps done, steps in all).
   std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
 };
 
-/// What a chain did.
+/// What a chain planned and did.
 struct chain_stats {
   backend kind{backend::cpu};
-  tape_policy policy{tape_policy::store};
-  pipeline_plan plan{};
+  tape_policy policy{tape_policy::store};  ///< resolved
+  pipeline_plan plan{};                    ///< tiling of every layer
+  tier_plan tiers{};                       ///< per-layer tiers, ring, snapshots
   std::size_t steps{0};
-  std::size_t layer_bytes{0};         ///< tape bytes of one layer
-  std::size_t tape_bytes{0};          ///< tape bytes of all layers
-  std::size_t peak_tape_bytes{0};     ///< most tape bytes held on the device at once
-  std::size_t budget_bytes{0};        ///< 0: unlimited
-  double forward_ms{0};
+  std::size_t layer_bytes{0};              ///< tape bytes of one layer
+  std::size_t tape_bytes{0};               ///< tape bytes of all layers
+  std::size_t peak_tape_bytes{0};          ///< most tape bytes held on the device at once (measured)
+  std::size_t host_tape_bytes{0};          ///< pinned host bytes of the host tier
+  std::size_t budget_bytes{0};             ///< 0: unlimited
+  std::size_t prefetches{0};               ///< host-tier layers copied back
+  std::size_t recompute_steps{0};          ///< untaped forward steps run to rebuild layers
+  double forward_ms{0};                    ///< measure_time only
   double reverse_ms{0};
+  double stall_ms{0};                      ///< compute waiting on the ring or on prefetches
+  double recompute_ms{0};                  ///< time of the untaped forward steps
 };
 
 /// Tape bytes one layer of `records` records of `record_bytes` takes.
@@ -60,16 +84,11 @@ struct chain_stats {
   return record_bytes * records;
 }
 
-/// Resolves a policy for a chain whose whole tape takes `tape_bytes` under `budget_bytes` (0: no
-/// limit). Throws budget_error when the tape does not fit and no other tier is available yet, and
-/// unavailable_error for tiers this build does not provide.
-tape_policy resolve_policy(tape_policy requested, std::size_t tape_bytes, std::size_t budget_bytes);
-
-/// Plans a chain of `steps` layers of `records_per_step` records of `record_bytes` bytes: checks
-/// the sizes, resolves the policy against the budget and asks the planner for the tiling. What a
-/// chain will do, before it runs (the returned stats carry no timings yet).
+/// Plans a chain of `steps` layers of `records_per_step` records of `record_bytes` bytes over a
+/// state of `state_bytes`: checks the sizes, tiles the layers and places them in tiers under the
+/// budgets. What a chain will do, before it runs (no timings yet).
 chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, std::size_t steps,
-                       chain_options const& options);
+                       std::size_t state_bytes, chain_options const& options);
 
 /// A chain of `steps` applications of one differentiated step.
 ///
@@ -78,11 +97,13 @@ chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, s
 ///   using record_type = ...;   // tape record (tapeflow::is_record_v)
 ///   std::size_t state_size() const;          // values in the state
 ///   std::size_t records_per_step() const;    // records one step writes
+///   void forward(std::size_t step, value_type const* in, value_type* out, stream_view s) const;
 ///   void augmented_forward(std::size_t step, value_type const* in, value_type* out,
 ///                          tape_writer<record_type> tape, stream_view s) const;
 ///   void reverse(std::size_t step, tape_reader<record_type> tape, pipeline_plan const& plan,
 ///                value_type const* adjoint_out, value_type* adjoint_in, stream_view s) const;
-/// Pointers are in the chain's backend memory; calls are stream-ordered on `s`.
+/// Pointers are in the chain's backend memory; calls are stream-ordered on `s`. On the CPU backend
+/// steps run on the calling thread, and the chain orders them on the default stream.
 template <class Step>
 class chain {
  public:
@@ -95,7 +116,10 @@ class chain {
   {
     require_record<record_type>();
     TAPEFLOW_EXPECTS(step_.state_size() > 0, "a chain's state must hold at least one value");
-    stats_ = plan_chain(sizeof(record_type), step_.records_per_step(), steps_, options_);
+    stats_ = plan_chain(sizeof(record_type), step_.records_per_step(), steps_, state_bytes(), options_);
+    if (stats_.policy == tape_policy::recompute) {
+      schedule_ = revolve_schedule(steps_, stats_.tiers.snapshots);
+    }
   }
 
   [[nodiscard]] pipeline_plan const& plan() const noexcept { return stats_.plan; }
@@ -103,30 +127,30 @@ class chain {
   [[nodiscard]] Step const& step() const noexcept { return step_; }
   [[nodiscard]] std::size_t steps() const noexcept { return steps_; }
   [[nodiscard]] std::size_t state_bytes() const noexcept { return step_.state_size() * sizeof(value_type); }
+  /// The device tier's layers recorded by forward() and not yet reversed.
+  [[nodiscard]] tape const& recorded() const noexcept { return tape_; }
 
-  /// Runs the augmented forward: `state` holds the initial state and, afterwards, the final one.
-  /// Records one layer per step. Throws logic_error when a recorded tape is still pending.
+  /// Runs the forward: `state` holds the initial state and, afterwards, the final one. Throws
+  /// logic_error when a recorded forward is still waiting for its reverse.
   void forward(device_buffer& state, stream_view stream = {})
   {
     TAPEFLOW_NVTX_RANGE("tapeflow::chain::forward");
-    TAPEFLOW_EXPECTS(tape_.empty(), "forward() called again before reverse() consumed the tape");
+    TAPEFLOW_EXPECTS(!pending_, "forward() called again before reverse() consumed the tape");
     check_state(state, "state");
-    timer t{*this, stream, stats_.forward_ms};
-    device_buffer scratch(options_.kind, state.size(), stream);
-    for (std::size_t s = 0; s < steps_; ++s) {
-      TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
-      layer& l = tape_.push<record_type>(stats_.plan.records, stats_.plan.tile_records, stream);
-      if (options_.poison) {
-        scratch.fill(0xFF, stream);
-        l.fill(0xFF, stream);
-      }
-      step_.augmented_forward(s, state.data_as<value_type>(), scratch.data_as<value_type>(),
-                              l.writer<record_type>(), stream);
-      l.commit();
-      std::swap(state, scratch);
-      report(chain_phase::forward, s + 1);
+    stream_view const s = compute_stream(stream);
+    timer t{*this, s, stats_.forward_ms};
+    peak_ = 0;
+    recompute_events_.clear();
+    stats_.recompute_steps = 0;
+    stats_.recompute_ms = 0;
+    stats_.stall_ms = 0;
+    stats_.prefetches = 0;
+    if (stats_.policy == tape_policy::recompute) {
+      recompute_forward(state, s);
+    } else {
+      tiered_forward(state, s);
     }
-    stats_.peak_tape_bytes = tape_.peak_bytes();
+    pending_ = true;
   }
 
   /// Runs the reverse: `adjoint` holds dL/d(final state) and, afterwards, dL/d(initial state).
@@ -134,28 +158,198 @@ class chain {
   void reverse(device_buffer& adjoint, stream_view stream = {})
   {
     TAPEFLOW_NVTX_RANGE("tapeflow::chain::reverse");
-    TAPEFLOW_EXPECTS(tape_.depth() == steps_,
-                     "reverse() needs a completed forward(); the tape holds " +
-                       std::to_string(tape_.depth()) + " of " + std::to_string(steps_) + " layers");
+    TAPEFLOW_EXPECTS(pending_, "reverse() needs a completed forward() whose tape was not reversed yet");
     check_state(adjoint, "adjoint");
-    timer t{*this, stream, stats_.reverse_ms};
-    device_buffer scratch(options_.kind, adjoint.size(), stream);
-    for (std::size_t s = steps_; s-- > 0;) {
-      TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
-      layer const& l = tape_.top();
-      if (options_.poison) { scratch.fill(0xFF, stream); }
-      step_.reverse(s, l.reader<record_type>(), stats_.plan, adjoint.data_as<value_type>(),
-                    scratch.data_as<value_type>(), stream);
-      tape_.pop();
-      std::swap(adjoint, scratch);
-      report(chain_phase::reverse, steps_ - s);
+    stream_view const s = compute_stream(stream);
+    pending_ = false;
+    {
+      timer t{*this, s, stats_.reverse_ms};
+      if (stats_.policy == tape_policy::recompute) {
+        recompute_reverse(adjoint, s);
+      } else {
+        tiered_reverse(adjoint, s);
+      }
+    }
+    stats_.peak_tape_bytes = peak_;
+    if (options_.measure_time) { collect_times(); }
+  }
+
+ private:
+  // ---- device and host tiers -------------------------------------------------------------
+  void tiered_forward(device_buffer& state, stream_view s)
+  {
+    device_buffer scratch(options_.kind, state.size(), s);
+    std::size_t offloaded = 0;
+    if (host_) { host_->begin_forward(s); }
+    for (std::size_t t = 0; t < steps_; ++t) {
+      TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
+      poison(scratch, s);
+      if (stats_.tiers.tiers[t] == tier::host) {
+        auto* slot = static_cast<record_type*>(host_->begin_write(offloaded, s));
+        track_peak();
+        if (options_.poison) { host_->fill_slot(offloaded, 0xFF, s); }
+        step_.augmented_forward(t, state.data_as<value_type>(), scratch.data_as<value_type>(),
+                                tape_writer<record_type>{slot, stats_.plan.layout()}, s);
+        host_->end_write(offloaded++, s);
+      } else {
+        layer& l = tape_.push<record_type>(stats_.plan.records, stats_.plan.tile_records, s);
+        track_peak();
+        if (options_.poison) { l.fill(0xFF, s); }
+        step_.augmented_forward(t, state.data_as<value_type>(), scratch.data_as<value_type>(),
+                                l.writer<record_type>(), s);
+        l.commit();
+      }
+      std::swap(state, scratch);
+      report(chain_phase::forward, t + 1);
     }
   }
 
-  /// The tape (layers recorded by forward() and not yet reversed).
-  [[nodiscard]] tape const& recorded() const noexcept { return tape_; }
+  void tiered_reverse(device_buffer& adjoint, stream_view s)
+  {
+    device_buffer scratch(options_.kind, adjoint.size(), s);
+    std::size_t offloaded = stats_.tiers.count(tier::host);
+    if (host_) { host_->begin_reverse(s); }
+    for (std::size_t t = steps_; t-- > 0;) {
+      TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
+      poison(scratch, s);
+      if (stats_.tiers.tiers[t] == tier::host) {
+        --offloaded;
+        auto const* slot = static_cast<record_type const*>(host_->begin_read(offloaded, s));
+        step_.reverse(t, tape_reader<record_type>{slot, stats_.plan.layout()}, stats_.plan,
+                      adjoint.data_as<value_type>(), scratch.data_as<value_type>(), s);
+        host_->end_read(offloaded, s);
+      } else {
+        step_.reverse(t, tape_.top().template reader<record_type>(), stats_.plan, adjoint.data_as<value_type>(),
+                      scratch.data_as<value_type>(), s);
+        tape_.pop();
+      }
+      std::swap(adjoint, scratch);
+      report(chain_phase::reverse, steps_ - t);
+    }
+    if (host_) {
+      host_->end_reverse(s);
+      stats_.prefetches = host_->prefetches();
+    }
+  }
 
- private:
+  // ---- recompute tier (Revolve) ------------------------------------------------------------
+  void recompute_forward(device_buffer& state, stream_view s)
+  {
+    std::size_t const bytes = state.size();
+    work_.emplace(options_.kind, bytes, s);
+    scratch_.emplace(options_.kind, bytes, s);
+    snapshots_.clear();
+    for (std::size_t k = 0; k < stats_.tiers.snapshots; ++k) { snapshots_.emplace_back(options_.kind, bytes, s); }
+    track_peak();
+    work_->copy_from(state, s);
+    next_action_ = 0;
+    // Run the schedule up to its first reverse: the taped run of the last step, whose output is
+    // the final state.
+    while (schedule_[next_action_].op != revolve_op::reverse) { run_action(schedule_[next_action_++], s); }
+    state.copy_from(*work_, s);
+  }
+
+  void recompute_reverse(device_buffer& adjoint, stream_view s)
+  {
+    device_buffer scratch(options_.kind, adjoint.size(), s);
+    for (; next_action_ < schedule_.size(); ++next_action_) {
+      revolve_action const& a = schedule_[next_action_];
+      if (a.op != revolve_op::reverse) {
+        run_action(a, s);
+        continue;
+      }
+      TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
+      poison(scratch, s);
+      step_.reverse(a.from, tape_.top().template reader<record_type>(), stats_.plan, adjoint.data_as<value_type>(),
+                    scratch.data_as<value_type>(), s);
+      tape_.pop();
+      std::swap(adjoint, scratch);
+      report(chain_phase::reverse, steps_ - a.from);
+    }
+    snapshots_.clear();
+    work_.reset();
+    scratch_.reset();
+  }
+
+  void run_action(revolve_action const& a, stream_view s)
+  {
+    switch (a.op) {
+      case revolve_op::store: snapshots_[a.slot].copy_from(*work_, s); break;
+      case revolve_op::restore: work_->copy_from(snapshots_[a.slot], s); break;
+      case revolve_op::release: break;  // slots are reused by later stores
+      case revolve_op::advance: {
+        TAPEFLOW_NVTX_RANGE("tapeflow::recompute");
+        event* begin = mark(s);
+        for (std::size_t t = a.from; t < a.to; ++t) {
+          poison(*scratch_, s);
+          step_.forward(t, work_->data_as<value_type>(), scratch_->data_as<value_type>(), s);
+          std::swap(*work_, *scratch_);
+        }
+        event* end = mark(s);
+        if (begin != nullptr) { recompute_events_.emplace_back(begin, end); }
+        stats_.recompute_steps += a.to - a.from;
+        break;
+      }
+      case revolve_op::taped: {
+        TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
+        layer& l = tape_.push<record_type>(stats_.plan.records, stats_.plan.tile_records, s);
+        track_peak();
+        poison(*scratch_, s);
+        if (options_.poison) { l.fill(0xFF, s); }
+        step_.augmented_forward(a.from, work_->data_as<value_type>(), scratch_->data_as<value_type>(),
+                                l.writer<record_type>(), s);
+        l.commit();
+        std::swap(*work_, *scratch_);
+        if (!pending_ && a.from + 1 == steps_) { report(chain_phase::forward, steps_); }
+        break;
+      }
+      case revolve_op::reverse: break;  // handled by recompute_reverse
+    }
+  }
+
+  // ---- bookkeeping -------------------------------------------------------------------------
+  stream_view compute_stream(stream_view requested)
+  {
+    // CPU steps run inline on the calling thread: order everything on the default stream.
+    stream_view const s = options_.kind == backend::cpu ? stream_view{} : requested;
+    if (stats_.tiers.count(tier::host) > 0 && !host_) {
+      host_ = std::make_unique<detail::host_tier>(options_.kind, stats_.layer_bytes, stats_.tiers.count(tier::host),
+                                                  stats_.tiers.ring_slots, stats_.tiers.prefetch_distance,
+                                                  options_.measure_time);
+      stats_.host_tape_bytes = host_->host_bytes();
+    }
+    return s;
+  }
+
+  void track_peak() noexcept
+  {
+    std::size_t now = tape_.bytes() + (host_ ? host_->ring_bytes() : 0) + snapshots_.size() * state_bytes();
+    peak_ = std::max(peak_, now);
+  }
+
+  event* mark(stream_view s)
+  {
+    if (!options_.measure_time) { return nullptr; }
+    marks_.emplace_back(std::make_unique<event>(options_.kind));
+    marks_.back()->record(s);
+    return marks_.back().get();
+  }
+
+  void collect_times()
+  {
+    if (host_) { stats_.stall_ms = host_->forward_stall_ms() + host_->reverse_stall_ms(); }
+    for (auto const& [begin, end] : recompute_events_) {
+      stats_.recompute_ms += static_cast<double>(elapsed_ms(*begin, *end));
+    }
+    recompute_events_.clear();
+    marks_.clear();
+  }
+
+  void poison(device_buffer& buffer, stream_view s) const
+  {
+    if (options_.poison) { buffer.fill(0xFF, s); }
+  }
+
   struct timer {
     chain& owner;
     stream_view stream;
@@ -201,6 +395,19 @@ class chain {
   chain_options options_;
   tape tape_;
   chain_stats stats_{};
+  bool pending_{false};
+  std::size_t peak_{0};
+  // host tier
+  std::unique_ptr<detail::host_tier> host_;
+  // recompute tier
+  std::vector<revolve_action> schedule_;
+  std::size_t next_action_{0};
+  std::optional<device_buffer> work_;
+  std::optional<device_buffer> scratch_;
+  std::vector<device_buffer> snapshots_;
+  // timing marks (measure_time)
+  std::vector<std::unique_ptr<event>> marks_;
+  std::vector<std::pair<event*, event*>> recompute_events_;
 };
 
 }  // namespace tapeflow

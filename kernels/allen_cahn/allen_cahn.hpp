@@ -9,6 +9,7 @@
 #include <tapeflow/plan.hpp>
 #include <tapeflow/policy.hpp>
 #include <tapeflow/stream.hpp>
+#include <tapeflow/tiers.hpp>
 
 #include <cstddef>
 #include <functional>
@@ -27,6 +28,8 @@ struct options {
   backend kind{backend::cpu};
   tape_policy policy{tape_policy::automatic};
   std::size_t budget_bytes{0};       ///< device bytes the tape may hold; 0: no limit
+  std::size_t host_budget_bytes{0};  ///< pinned host bytes the host tier may hold; 0: no limit
+  bandwidths bw{};                   ///< copy bandwidths for the planner; zeros: measured
   pipeline_request pipeline{};       ///< tile/stage/thread overrides
   /// Stream the work is ordered on (the backend's default stream when default-constructed).
   /// gradient() and primal() return host vectors, so they wait for it before returning.

@@ -37,6 +37,11 @@ struct cpu_step {
   [[nodiscard]] std::size_t state_size() const noexcept { return n * n; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return records_for<T>(n * n); }
 
+  void forward(std::size_t, T const* in, T* out, stream_view) const
+  {
+    for (std::size_t cell = 0; cell < n * n; ++cell) { out[cell] = step_at(in, n, cell, k); }
+  }
+
   void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
   {
     for (std::size_t r = 0; r < tape.size(); ++r) { tape.write(r, forward_region(in, out, n, r, k)); }
@@ -68,13 +73,8 @@ gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& u0, opti
 template <class T>
 std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options const& o)
 {
-  coefficients<T> const k = coefficients_of<T>(p);
-  std::size_t const n = p.n;
-  return run_primal<T>(
-    [n, k](T const* in, T* out, stream_view) {
-      for (std::size_t cell = 0; cell < n * n; ++cell) { out[cell] = step_at(in, n, cell, k); }
-    },
-    p, u0, o);
+  cpu_step<T> const step{p.n, coefficients_of<T>(p), nullptr};
+  return run_primal<T>([&step](T const* in, T* out, stream_view s) { step.forward(0, in, out, s); }, p, u0, o);
 }
 
 template gradient_result<float> gradient_cpu(problem const&, std::vector<float> const&, options const&);

@@ -18,12 +18,8 @@ gradient_result<T> gradient_cuda(problem const& p, std::vector<T> const& u0, opt
 template <class T>
 std::vector<T> primal_cuda(problem const& p, std::vector<T> const& u0, options const& o)
 {
-  int const sms = query_device_limits(backend::cuda).multiprocessors;
-  coefficients<T> const k = coefficients_of<T>(p);
-  std::size_t const n = p.n;
-  return run_primal<T>(
-    [=](T const* in, T* out, stream_view s) { cuda_primal_step(in, out, n, k, sms, s); },
-    p, u0, o);
+  cuda_step<T> const step{p.n, coefficients_of<T>(p), query_device_limits(backend::cuda).multiprocessors};
+  return run_primal<T>([&step](T const* in, T* out, stream_view s) { step.forward(0, in, out, s); }, p, u0, o);
 }
 
 template gradient_result<float> gradient_cuda(problem const&, std::vector<float> const&, options const&);

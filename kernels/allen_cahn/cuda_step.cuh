@@ -56,6 +56,15 @@ struct half_square {
   __host__ __device__ T operator()(T v) const noexcept { return T(0.5) * v * v; }
 };
 
+/// One primal step on the device.
+template <class T>
+void cuda_primal_step(T const* in, T* out, std::size_t n, coefficients<T> k, int multiprocessors, stream_view s)
+{
+  int const grid = device::grid_for(n * n, forward_threads, multiprocessors);
+  primal_kernel<T><<<grid, forward_threads, 0, to_native(s)>>>(in, out, n, k);
+  TAPEFLOW_CHECK_LAUNCH();
+}
+
 template <class T>
 struct cuda_step {
   using value_type = T;
@@ -67,6 +76,11 @@ struct cuda_step {
 
   [[nodiscard]] std::size_t state_size() const noexcept { return n * n; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return records_for<T>(n * n); }
+
+  void forward(std::size_t, T const* in, T* out, stream_view s) const
+  {
+    cuda_primal_step(in, out, n, k, multiprocessors, s);
+  }
 
   void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view s) const
   {
@@ -103,15 +117,6 @@ T cuda_loss(device_buffer const& state, stream_view s)
   T loss{};
   out.download(&loss, sizeof(T), s);
   return loss;
-}
-
-/// One primal step on the device.
-template <class T>
-void cuda_primal_step(T const* in, T* out, std::size_t n, coefficients<T> k, int multiprocessors, stream_view s)
-{
-  int const grid = device::grid_for(n * n, forward_threads, multiprocessors);
-  primal_kernel<T><<<grid, forward_threads, 0, to_native(s)>>>(in, out, n, k);
-  TAPEFLOW_CHECK_LAUNCH();
 }
 
 }  // namespace tapeflow::workloads::allen_cahn::detail

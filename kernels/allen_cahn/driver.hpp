@@ -28,6 +28,8 @@ inline chain_options chain_options_of(options const& o)
   c.kind = o.kind;
   c.policy = o.policy;
   c.budget_bytes = o.budget_bytes;
+  c.host_budget_bytes = o.host_budget_bytes;
+  c.bw = o.bw;
   c.pipeline = o.pipeline;
   c.measure_time = o.measure_time;
   c.poison = o.poison;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backend/cpu/cpu_stream.hpp"
 
+#include <tapeflow/fault.hpp>
+
 #include <atomic>
 
 namespace tapeflow::detail::cpu {
@@ -95,3 +97,7 @@ void set_copy_delay(std::chrono::microseconds delay) noexcept { copy_delay_us.st
 std::chrono::microseconds copy_delay() noexcept { return std::chrono::microseconds{copy_delay_us.load()}; }
 
 }  // namespace tapeflow::detail::cpu
+
+namespace tapeflow::fault {
+void set_cpu_copy_delay(std::chrono::microseconds delay) noexcept { detail::cpu::set_copy_delay(delay); }
+}  // namespace tapeflow::fault

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tier planner. Cost model (docs/tiers.md): a host-tier layer costs its copies, which overlap
+// the compute of the other layers (D2H behind the forward, H2D ahead of the reverse); a recompute
+// layer costs the untaped forward steps that rebuild it. The planner keeps what fits on the
+// device, and places the rest where the estimated overhead is lowest.
+#include <tapeflow/error.hpp>
+#include <tapeflow/memory.hpp>
+#include <tapeflow/nvtx.hpp>
+#include <tapeflow/revolve.hpp>
+#include <tapeflow/stream.hpp>
+#include <tapeflow/tiers.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <numeric>
+#include <optional>
+
+namespace tapeflow {
+
+std::string_view to_string(tier t) noexcept
+{
+  switch (t) {
+    case tier::device: return "device";
+    case tier::host: return "host";
+    case tier::recompute: return "recompute";
+  }
+  return "unknown";
+}
+
+std::size_t tier_plan::count(tier t) const noexcept
+{
+  return static_cast<std::size_t>(std::count(tiers.begin(), tiers.end(), t));
+}
+
+namespace {
+
+std::string mib(std::size_t bytes)
+{
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f MiB", static_cast<double>(bytes) / double(1 << 20));
+  return text;
+}
+
+double copy_ms(std::size_t bytes, double gbps) { return gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e6) : 0.0; }
+
+struct summary {
+  std::size_t total{0};
+  std::size_t largest{0};
+  double forward_ms{0};
+  double reverse_ms{0};
+  bool uniform{true};
+};
+
+summary summarise(std::vector<layer_info> const& layers)
+{
+  summary s;
+  for (layer_info const& l : layers) {
+    TAPEFLOW_EXPECTS(l.tape_bytes > 0, "every layer needs a positive tape size");
+    TAPEFLOW_EXPECTS(l.tape_bytes <= static_cast<std::size_t>(-1) - s.total, "the tape's size overflows");
+    s.total += l.tape_bytes;
+    s.largest = std::max(s.largest, l.tape_bytes);
+    s.forward_ms += l.forward_ms;
+    s.reverse_ms += l.reverse_ms;
+    s.uniform = s.uniform && l.tape_bytes == layers.front().tape_bytes;
+  }
+  return s;
+}
+
+void finish(tier_plan& plan, std::vector<layer_info> const& layers)
+{
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    plan.bytes_per_tier[static_cast<std::size_t>(plan.tiers[i])] += layers[i].tape_bytes;
+  }
+}
+
+/// Keeps the last layers on the device and sends the earlier ones to the host tier through a
+/// ring; `all_host` sends every layer. Empty when the device or host budget cannot hold it.
+std::optional<tier_plan> host_plan(tier_request const& r, summary const& s, bool all_host)
+{
+  std::size_t const budget = r.budgets.device_bytes;
+  std::size_t const n = r.layers.size();
+  // Prefetch distance: enough layers in flight to cover one layer's copy with reverse compute.
+  double const copy = copy_ms(s.largest, r.bw.h2d_GBps);
+  double const per_layer_reverse = s.reverse_ms / static_cast<double>(n);
+  std::size_t distance =
+    per_layer_reverse > 0 ? static_cast<std::size_t>(std::ceil(copy / per_layer_reverse)) + 1 : std::size_t{2};
+  std::size_t slots = distance + 1;
+  if (budget != 0) { slots = std::min(slots, budget / s.largest); }
+  if (slots == 0) { return std::nullopt; }
+
+  tier_plan plan;
+  plan.policy = tape_policy::offload;
+  plan.tiers.assign(n, tier::host);
+  std::size_t kept = 0;
+  if (!all_host) {
+    // The last layers are reversed first: keep as many of them as fit beside the ring.
+    std::size_t const reserved = slots * s.largest;
+    for (std::size_t i = n; i-- > 0;) {
+      if (budget != 0 && r.layers[i].tape_bytes > budget - reserved - kept) { break; }
+      plan.tiers[i] = tier::device;
+      kept += r.layers[i].tape_bytes;
+    }
+  }
+  std::size_t const offloaded = plan.count(tier::host);
+  plan.ring_slots = std::min(slots, offloaded);
+  plan.prefetch_distance = plan.ring_slots == 0 ? 0 : plan.ring_slots - 1;
+  plan.device_bytes = kept + plan.ring_slots * s.largest;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (plan.tiers[i] == tier::host) { plan.host_bytes += r.layers[i].tape_bytes; }
+  }
+  if (r.budgets.host_bytes != 0 && plan.host_bytes > r.budgets.host_bytes) { return std::nullopt; }
+  double d2h = 0;
+  double h2d = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (plan.tiers[i] != tier::host) { continue; }
+    d2h += copy_ms(r.layers[i].tape_bytes, r.bw.d2h_GBps);
+    h2d += copy_ms(r.layers[i].tape_bytes, r.bw.h2d_GBps);
+  }
+  plan.overhead_ms = std::max(0.0, d2h - s.forward_ms) + std::max(0.0, h2d - s.reverse_ms);
+  finish(plan, r.layers);
+  return plan;
+}
+
+/// Revolve over a uniform chain, with as many snapshots as the budget holds beside one layer.
+std::optional<tier_plan> revolve_plan(tier_request const& r, summary const& s)
+{
+  std::size_t const n = r.layers.size();
+  std::size_t snapshots = n;
+  if (r.budgets.device_bytes != 0) {
+    if (r.budgets.device_bytes < s.largest + r.state_bytes) { return std::nullopt; }
+    snapshots = std::min(n, (r.budgets.device_bytes - s.largest) / r.state_bytes);
+  }
+  tier_plan plan;
+  plan.policy = tape_policy::recompute;
+  plan.tiers.assign(n, tier::recompute);
+  plan.snapshots = snapshots;
+  plan.recompute_steps = revolve_forward_steps(n, snapshots);
+  plan.device_bytes = s.largest + snapshots * r.state_bytes;
+  plan.overhead_ms = static_cast<double>(plan.recompute_steps) * s.forward_ms / static_cast<double>(n);
+  finish(plan, r.layers);
+  return plan;
+}
+
+/// Greedy eviction over layers of unequal size and cost.
+std::optional<tier_plan> greedy_plan(tier_request const& r, summary const& s)
+{
+  if (r.budgets.device_bytes != 0 && s.largest > r.budgets.device_bytes) { return std::nullopt; }
+  std::vector<bool> const evicted =
+    r.budgets.device_bytes == 0 ? std::vector<bool>(r.layers.size(), false)
+                                : greedy_eviction(r.layers, r.budgets.device_bytes);
+  tier_plan plan;
+  plan.policy = tape_policy::recompute;
+  plan.tiers.resize(r.layers.size());
+  std::size_t resident = 0;
+  for (std::size_t i = 0; i < r.layers.size(); ++i) {
+    plan.tiers[i] = evicted[i] ? tier::recompute : tier::device;
+    if (evicted[i]) {
+      plan.overhead_ms += r.layers[i].forward_ms;
+      ++plan.recompute_steps;
+    } else {
+      resident += r.layers[i].tape_bytes;
+    }
+  }
+  plan.device_bytes = std::min(r.budgets.device_bytes == 0 ? resident : r.budgets.device_bytes,
+                               resident + s.largest);
+  finish(plan, r.layers);
+  return plan;
+}
+
+[[noreturn]] void no_fit(tier_request const& r, summary const& s, std::string const& why)
+{
+  TAPEFLOW_FAIL_BYTES(budget_error,
+                      "policy '" + std::string{to_string(r.policy)} + "': " + why + " (tape " + mib(s.total) +
+                        " in " + std::to_string(r.layers.size()) + " layers of up to " + mib(s.largest) +
+                        "; device budget " + (r.budgets.device_bytes == 0 ? "none" : mib(r.budgets.device_bytes)) +
+                        ", host budget " + (r.budgets.host_bytes == 0 ? "none" : mib(r.budgets.host_bytes)) + ")",
+                      s.total);
+}
+
+}  // namespace
+
+std::vector<bool> greedy_eviction(std::vector<layer_info> const& layers, std::size_t device_budget)
+{
+  TAPEFLOW_EXPECTS(device_budget > 0, "greedy eviction needs a positive device budget");
+  std::vector<bool> evicted(layers.size(), false);
+  std::vector<std::size_t> resident;
+  std::size_t bytes = 0;
+  for (std::size_t now = 0; now < layers.size(); ++now) {
+    if (layers[now].tape_bytes > device_budget) {
+      TAPEFLOW_FAIL_BYTES(budget_error,
+                          "layer " + std::to_string(now) + " alone needs " + std::to_string(layers[now].tape_bytes) +
+                            " bytes; the device budget is " + std::to_string(device_budget),
+                          layers[now].tape_bytes);
+    }
+    while (bytes + layers[now].tape_bytes > device_budget) {
+      // h = cost / (bytes * staleness): cheap, large, long-untouched layers go first.
+      auto const score = [&](std::size_t i) {
+        double const staleness = static_cast<double>(now - i);
+        return layers[i].forward_ms / (static_cast<double>(layers[i].tape_bytes) * staleness);
+      };
+      auto victim = std::min_element(resident.begin(), resident.end(),
+                                     [&](std::size_t a, std::size_t b) { return score(a) < score(b); });
+      bytes -= layers[*victim].tape_bytes;
+      evicted[*victim] = true;
+      resident.erase(victim);
+    }
+    resident.push_back(now);
+    bytes += layers[now].tape_bytes;
+  }
+  return evicted;
+}
+
+tier_plan plan_tiers(tier_request const& r)
+{
+  TAPEFLOW_NVTX_RANGE("tapeflow::plan_tiers");
+  TAPEFLOW_EXPECTS(!r.layers.empty(), "the planner needs at least one layer");
+  summary const s = summarise(r.layers);
+  std::size_t const budget = r.budgets.device_bytes;
+  if (budget != 0 && budget < r.min_device_bytes) {
+    TAPEFLOW_FAIL_BYTES(budget_error,
+                        "the device budget of " + std::to_string(budget) +
+                          " bytes is smaller than one tile times the pipeline depth (" +
+                          std::to_string(r.min_device_bytes) + " bytes)",
+                        r.min_device_bytes);
+  }
+  bool const chain = s.uniform && r.state_bytes > 0;
+  auto const recompute = [&] { return chain ? revolve_plan(r, s) : greedy_plan(r, s); };
+
+  tier_plan store;
+  store.policy = tape_policy::store;
+  store.tiers.assign(r.layers.size(), tier::device);
+  store.device_bytes = s.total;
+  finish(store, r.layers);
+  bool const store_fits = budget == 0 || s.total <= budget;
+
+  switch (r.policy) {
+    case tape_policy::store:
+      if (!store_fits) { no_fit(r, s, "the whole tape does not fit the device budget"); }
+      return store;
+    case tape_policy::offload:
+      if (auto plan = host_plan(r, s, true)) { return *plan; }
+      no_fit(r, s, "the host tier needs a device ring of at least one layer and host memory for every layer");
+    case tape_policy::recompute:
+      if (auto plan = recompute()) { return *plan; }
+      no_fit(r, s, chain ? "recomputation needs one layer and one snapshot of the state on the device"
+                         : "recomputation needs the largest layer on the device");
+    case tape_policy::automatic: break;
+  }
+  if (store_fits) { return store; }
+  std::optional<tier_plan> mixed = host_plan(r, s, false);
+  std::optional<tier_plan> rebuilt = recompute();
+  if (mixed && (!rebuilt || mixed->overhead_ms <= rebuilt->overhead_ms)) {
+    mixed->policy = tape_policy::offload;
+    return *mixed;
+  }
+  if (rebuilt) { return *rebuilt; }
+  no_fit(r, s, "neither the host tier nor recomputation fits the budgets");
+}
+
+std::string tier_plan::describe() const
+{
+  std::string text = "policy " + std::string{to_string(policy)} + ": " + std::to_string(count(tier::device)) +
+                     " device, " + std::to_string(count(tier::host)) + " host, " +
+                     std::to_string(count(tier::recompute)) + " recompute layers; device tape peak " +
+                     mib(device_bytes);
+  if (ring_slots > 0) {
+    text += "; host tier " + mib(host_bytes) + " pinned, ring of " + std::to_string(ring_slots) +
+            " slots, prefetch distance " + std::to_string(prefetch_distance);
+  }
+  if (policy == tape_policy::recompute && snapshots > 0) {
+    text += "; Revolve with " + std::to_string(snapshots) + " snapshots, " + std::to_string(recompute_steps) +
+            " untaped steps";
+  } else if (policy == tape_policy::recompute) {
+    text += "; " + std::to_string(recompute_steps) + " layers rebuilt";
+  }
+  char overhead[48];
+  std::snprintf(overhead, sizeof overhead, "; estimated overhead %.3f ms", overhead_ms);
+  return text + overhead;
+}
+
+bandwidths measure_bandwidths(backend kind, std::size_t bytes)
+{
+  TAPEFLOW_NVTX_RANGE("tapeflow::measure_bandwidths");
+  static std::mutex mutex;
+  static std::array<std::optional<bandwidths>, 3> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& cached = cache[static_cast<std::size_t>(kind)];
+  if (cached) { return *cached; }
+
+  stream copies(kind);
+  stream_view const s = copies.view();
+  device_buffer a(kind, bytes, s);
+  device_buffer b(kind, bytes, s);
+  pinned_buffer h(kind, bytes);
+  a.fill(1, s);
+  event start(kind);
+  event stop(kind);
+  auto const median_gbps = [&](auto&& copy) {
+    std::array<double, 5> ms{};
+    copy();  // warm-up
+    for (double& m : ms) {
+      start.record(s);
+      copy();
+      stop.record(s);
+      m = std::max(1e-6, static_cast<double>(elapsed_ms(start, stop)));
+    }
+    std::sort(ms.begin(), ms.end());
+    return static_cast<double>(bytes) / (ms[2] * 1e6);
+  };
+  bandwidths bw;
+  bw.h2d_GBps = median_gbps([&] { copy_to_device_async(a, h, bytes, s); });
+  bw.d2h_GBps = median_gbps([&] { copy_to_host_async(h, a, bytes, s); });
+  bw.d2d_GBps = median_gbps([&] { b.copy_from(a, s); });
+  copies.synchronize();
+  cached = bw;
+  return bw;
+}
+
+}  // namespace tapeflow

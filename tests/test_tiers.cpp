@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tier planner, and every policy and budget end to end on the CPU backend.
+#include "reference.hpp"
+
+#include <allen_cahn/allen_cahn.hpp>
+#include <tapeflow/error.hpp>
+#include <tapeflow/fault.hpp>
+#include <tapeflow/memory.hpp>
+#include <tapeflow/revolve.hpp>
+#include <tapeflow/tiers.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+namespace tapeflow {
+namespace {
+
+namespace ac = workloads::allen_cahn;
+
+constexpr std::size_t MiB = std::size_t{1} << 20;
+
+tier_request chain_request(tape_policy policy, std::size_t layers, std::size_t budget)
+{
+  tier_request r;
+  r.policy = policy;
+  r.layers.assign(layers, layer_info{4 * MiB, 1.0, 1.0});
+  r.state_bytes = 4 * MiB;
+  r.min_device_bytes = 64 * 1024;
+  r.budgets.device_bytes = budget;
+  r.bw = {20.0, 20.0, 1000.0};  // 4 MiB copies take ~0.2 ms: fully hidden behind 1 ms steps
+  return r;
+}
+
+void expect_placed(tier_plan const& p, tier_request const& r)
+{
+  ASSERT_EQ(p.tiers.size(), r.layers.size());
+  std::size_t bytes = 0;
+  for (std::size_t b : p.bytes_per_tier) { bytes += b; }
+  std::size_t total = 0;
+  for (layer_info const& l : r.layers) { total += l.tape_bytes; }
+  EXPECT_EQ(bytes, total);
+  if (r.budgets.device_bytes != 0) { EXPECT_LE(p.device_bytes, r.budgets.device_bytes) << p.describe(); }
+  EXPECT_NE(p.policy, tape_policy::automatic);
+  EXPECT_FALSE(p.describe().empty());
+}
+
+TEST(TierPlanner, StoreKeepsEverythingOrFails)
+{
+  tier_request r = chain_request(tape_policy::store, 10, 0);
+  tier_plan const p = plan_tiers(r);
+  expect_placed(p, r);
+  EXPECT_EQ(p.count(tier::device), 10u);
+  EXPECT_EQ(p.device_bytes, 40 * MiB);
+  r.budgets.device_bytes = 39 * MiB;
+  EXPECT_THROW(static_cast<void>(plan_tiers(r)), budget_error);
+}
+
+TEST(TierPlanner, OffloadUsesARingThatFitsTheBudget)
+{
+  tier_request r = chain_request(tape_policy::offload, 10, 9 * MiB);
+  tier_plan const p = plan_tiers(r);
+  expect_placed(p, r);
+  EXPECT_EQ(p.count(tier::host), 10u);
+  EXPECT_EQ(p.host_bytes, 40 * MiB);
+  EXPECT_GE(p.ring_slots, 1u);
+  EXPECT_LE(p.ring_slots * 4 * MiB, 9 * MiB);
+  EXPECT_EQ(p.prefetch_distance + 1, p.ring_slots);
+  r.budgets.host_bytes = 39 * MiB;  // not every layer fits in pinned memory
+  EXPECT_THROW(static_cast<void>(plan_tiers(r)), budget_error);
+  r.budgets = {3 * MiB, 0};  // not even one slot
+  EXPECT_THROW(static_cast<void>(plan_tiers(r)), budget_error);
+}
+
+TEST(TierPlanner, SlowCopiesGetALongerPrefetchDistance)
+{
+  tier_request fast = chain_request(tape_policy::offload, 20, 0);
+  tier_request slow = fast;
+  slow.bw.h2d_GBps = 1.0;  // 4 MiB take ~4 ms: four layers of reverse compute
+  EXPECT_GT(plan_tiers(slow).prefetch_distance, plan_tiers(fast).prefetch_distance);
+  slow.budgets.device_bytes = 12 * MiB;  // but never more slots than the budget holds
+  EXPECT_EQ(plan_tiers(slow).ring_slots, 3u);
+}
+
+TEST(TierPlanner, RecomputeRunsRevolveWithTheSnapshotsTheBudgetHolds)
+{
+  tier_request r = chain_request(tape_policy::recompute, 100, 4 * MiB + 5 * 4 * MiB);
+  tier_plan const p = plan_tiers(r);
+  expect_placed(p, r);
+  EXPECT_EQ(p.count(tier::recompute), 100u);
+  EXPECT_EQ(p.snapshots, 5u);
+  EXPECT_EQ(p.recompute_steps, revolve_forward_steps(100, 5));
+  EXPECT_EQ(p.recompute_steps, 316u);
+  EXPECT_EQ(p.device_bytes, 24 * MiB);
+  r.budgets.device_bytes = 7 * MiB;  // one layer, no room for the initial state
+  EXPECT_THROW(static_cast<void>(plan_tiers(r)), budget_error);
+}
+
+TEST(TierPlanner, AutomaticStoresWhatFitsAndPicksTheCheaperTierForTheRest)
+{
+  tier_request r = chain_request(tape_policy::automatic, 10, 0);
+  EXPECT_EQ(plan_tiers(r).policy, tape_policy::store);
+  r.budgets.device_bytes = 20 * MiB;  // half the tape
+  tier_plan const mixed = plan_tiers(r);
+  expect_placed(mixed, r);
+  EXPECT_EQ(mixed.policy, tape_policy::offload);
+  EXPECT_GT(mixed.count(tier::device), 0u);
+  EXPECT_GT(mixed.count(tier::host), 0u);
+  // Kept layers are the last ones: they are reversed first, while the others are prefetched.
+  for (std::size_t i = 0; i + 1 < mixed.tiers.size(); ++i) {
+    EXPECT_FALSE(mixed.tiers[i] == tier::device && mixed.tiers[i + 1] == tier::host);
+  }
+  // With a crawling copy engine, recomputation is cheaper.
+  r.bw.h2d_GBps = r.bw.d2h_GBps = 0.01;
+  EXPECT_EQ(plan_tiers(r).policy, tape_policy::recompute);
+  // Without host memory for the offloaded layers, recomputation is the only way.
+  r.bw = {20.0, 20.0, 1000.0};
+  r.budgets.host_bytes = MiB;
+  EXPECT_EQ(plan_tiers(r).policy, tape_policy::recompute);
+}
+
+TEST(TierPlanner, BadRequestsAreTypedErrors)
+{
+  tier_request r = chain_request(tape_policy::automatic, 4, 32 * 1024);  // below one tile x depth
+  EXPECT_THROW(static_cast<void>(plan_tiers(r)), budget_error);
+  r.layers.clear();
+  EXPECT_THROW(static_cast<void>(plan_tiers(r)), logic_error);
+  r = chain_request(tape_policy::store, 2, 0);
+  r.layers[1].tape_bytes = 0;
+  EXPECT_THROW(static_cast<void>(plan_tiers(r)), logic_error);
+}
+
+TEST(GreedyEviction, KeepsTheBudgetAndEvictsCheapLargeStaleLayersFirst)
+{
+  std::vector<layer_info> layers{{100, 50.0, 0}, {100, 1.0, 0}, {100, 50.0, 0}, {100, 50.0, 0}};
+  std::vector<bool> const evicted = greedy_eviction(layers, 300);
+  EXPECT_EQ(evicted, (std::vector<bool>{false, true, false, false}));  // the cheap one goes
+  EXPECT_THROW(static_cast<void>(greedy_eviction({{500, 1.0, 0}}, 300)), budget_error);
+}
+
+TEST(GreedyEviction, RandomLayersAlwaysFitAndEveryLayerIsPlaced)
+{
+  std::mt19937_64 rng(testing::fresh_seed());
+  for (int trial = 0; trial < 200; ++trial) {
+    std::size_t const n = 1 + rng() % 40;
+    std::vector<layer_info> layers(n);
+    std::size_t largest = 0;
+    for (layer_info& l : layers) {
+      l.tape_bytes = 1 + rng() % 1000;
+      l.forward_ms = 0.01 + static_cast<double>(rng() % 1000) / 10.0;
+      largest = std::max(largest, l.tape_bytes);
+    }
+    std::size_t const budget = largest + rng() % 3000;
+    std::vector<bool> const evicted = greedy_eviction(layers, budget);
+    ASSERT_EQ(evicted.size(), n);
+    // Replay: the resident bytes never exceed the budget (evicted layers leave for good).
+    std::size_t resident = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!evicted[i]) { resident += layers[i].tape_bytes; }
+    }
+    EXPECT_LE(resident, budget);
+    tier_request r;
+    r.policy = tape_policy::recompute;
+    r.layers = layers;
+    r.budgets.device_bytes = budget;
+    tier_plan const p = plan_tiers(r);
+    expect_placed(p, r);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Every policy and budget through the chain, on Allen–Cahn.
+
+struct tier_case {
+  tape_policy policy;
+  int percent;  // of the full tape
+};
+
+class AllenCahnTiers : public ::testing::TestWithParam<tier_case> {};
+
+TEST_P(AllenCahnTiers, SameGradientBitsAsStoreAllWithinTheBudget)
+{
+  tier_case const c = GetParam();
+  std::size_t const n = 29;  // 841 cells: 211 f32 records, 3376-byte layers
+  std::size_t const steps = 12;
+  std::vector<float> const u0 = testing::random_state<float>(n * n, testing::fresh_seed());
+  ac::options base;
+  base.kind = backend::cpu;
+  base.poison = true;
+  base.pipeline.tile_records = 16;
+  base.pipeline.stages = 2;
+  base.bw = {5.0, 5.0, 20.0};
+  base.policy = tape_policy::store;
+  ac::gradient_result<float> const reference = ac::gradient(ac::problem{n, steps}, u0, base);
+
+  ac::options o = base;
+  o.policy = c.policy;
+  o.budget_bytes = reference.chain.tape_bytes * static_cast<std::size_t>(c.percent) / 100;
+  ac::gradient_result<float> const r = ac::gradient(ac::problem{n, steps}, u0, o);
+  SCOPED_TRACE(r.chain.tiers.describe());
+  EXPECT_EQ(std::memcmp(r.gradient.data(), reference.gradient.data(), u0.size() * sizeof(float)), 0);
+  EXPECT_EQ(r.loss, reference.loss);
+  EXPECT_LE(r.chain.peak_tape_bytes, o.budget_bytes);
+  EXPECT_GT(r.chain.peak_tape_bytes, 0u);
+  EXPECT_EQ(r.chain.prefetches, r.chain.tiers.count(tier::host));
+  if (r.chain.policy == tape_policy::recompute) {
+    EXPECT_EQ(r.chain.recompute_steps, revolve_forward_steps(steps, r.chain.tiers.snapshots));
+  } else {
+    EXPECT_EQ(r.chain.recompute_steps, 0u);
+  }
+  if (c.policy != tape_policy::automatic) { EXPECT_EQ(r.chain.policy, c.policy); }
+  EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+  PoliciesAndBudgets, AllenCahnTiers,
+  ::testing::Values(tier_case{tape_policy::store, 100}, tier_case{tape_policy::automatic, 100},
+                    tier_case{tape_policy::automatic, 50}, tier_case{tape_policy::automatic, 25},
+                    tier_case{tape_policy::automatic, 10}, tier_case{tape_policy::offload, 100},
+                    tier_case{tape_policy::offload, 50}, tier_case{tape_policy::offload, 25},
+                    tier_case{tape_policy::offload, 10}, tier_case{tape_policy::recompute, 100},
+                    tier_case{tape_policy::recompute, 50}, tier_case{tape_policy::recompute, 25}),
+  [](auto const& param_info) {
+    return std::string{to_string(param_info.param.policy)} + "_" + std::to_string(param_info.param.percent);
+  });
+
+TEST(AllenCahnTierFlow, OffloadStaysCorrectWithASlowCopyEngineAndReportsTheStall)
+{
+  std::size_t const n = 40;
+  std::size_t const steps = 10;
+  std::vector<double> const u0 = testing::random_state<double>(n * n, testing::fresh_seed());
+  ac::options o;
+  o.kind = backend::cpu;
+  o.poison = true;
+  o.policy = tape_policy::offload;
+  o.bw = {5.0, 5.0, 20.0};
+  o.budget_bytes = 2 * (n * n / 2) * 16;  // a ring of two layers
+  ac::gradient_result<double> const fast = ac::gradient(ac::problem{n, steps}, u0, o);
+  ac::gradient_result<double> slow;
+  {
+    fault::scoped_cpu_copy_delay const delay(std::chrono::milliseconds(3));
+    slow = ac::gradient(ac::problem{n, steps}, u0, o);
+  }
+  EXPECT_EQ(std::memcmp(slow.gradient.data(), fast.gradient.data(), u0.size() * sizeof(double)), 0);
+  EXPECT_EQ(slow.chain.tiers.ring_slots, 2u);
+  EXPECT_EQ(slow.chain.prefetches, steps);
+  // Every layer's copies took 3 ms each way while a step computes in microseconds: the compute
+  // waited for most of them.
+  EXPECT_GT(slow.chain.stall_ms, 20.0);
+  EXPECT_LE(slow.chain.peak_tape_bytes, o.budget_bytes);
+  std::vector<testing::real> const expect = testing::reference_gradient(testing::widen(u0), {n, steps});
+  EXPECT_LT(testing::relative_error(slow.gradient, expect), 1e-10);
+}
+
+TEST(AllenCahnTierFlow, RecomputeCountsAndTimesItsSteps)
+{
+  std::size_t const n = 16;
+  std::size_t const steps = 30;
+  std::vector<double> const u0 = testing::random_state<double>(n * n, testing::fresh_seed());
+  ac::options o;
+  o.kind = backend::cpu;
+  o.policy = tape_policy::recompute;
+  std::size_t const state = n * n * sizeof(double);
+  std::size_t const layer = n * n / 2 * 16;
+  o.budget_bytes = layer + 3 * state;  // three snapshots
+  ac::gradient_result<double> const r = ac::gradient(ac::problem{n, steps}, u0, o);
+  EXPECT_EQ(r.chain.tiers.snapshots, 3u);
+  EXPECT_EQ(r.chain.recompute_steps, revolve_forward_steps(30, 3));
+  EXPECT_GT(r.chain.recompute_ms, 0.0);
+  EXPECT_LE(r.chain.peak_tape_bytes, o.budget_bytes);
+  std::vector<testing::real> const expect = testing::reference_gradient(testing::widen(u0), {n, steps});
+  EXPECT_LT(testing::relative_error(r.gradient, expect), 1e-10);
+}
+
+}  // namespace
+}  // namespace tapeflow

@@ -58,8 +58,9 @@ chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, s
   tiers.min_device_bytes = std::min(stats.plan.smem_bytes, stats.layer_bytes);
   tiers.budgets = {options.budget_bytes, options.host_budget_bytes};
   bool const fits_as_stored = options.budget_bytes == 0 || stats.tape_bytes <= options.budget_bytes;
-  bool const needs_costs = options.policy == tape_policy::offload ||
-                           (options.policy == tape_policy::automatic && !fits_as_stored);
+  // Costs shape every plan but the device tier's: measure the bandwidths only when they matter.
+  bool const needs_costs = options.policy != tape_policy::store &&
+                           !(options.policy == tape_policy::automatic && fits_as_stored);
   tiers.bw = options.bw;
   if (needs_costs && (tiers.bw.h2d_GBps <= 0 || tiers.bw.d2h_GBps <= 0 || tiers.bw.d2d_GBps <= 0)) {
     tiers.bw = measure_bandwidths(options.kind);

@@ -99,6 +99,42 @@ TEST_F(Cli, F32GradientFromAnInitFileMatchesTheReference)
   EXPECT_LT(testing::relative_error(g, testing::reference_gradient(testing::widen(u0), {24, 10})), 1e-4);
 }
 
+TEST_F(Cli, EveryPolicyWritesTheSameGradientBits)
+{
+  ASSERT_EQ(run("init allen-cahn --n 40 --seed 9 --out " + path("u0.bin")), 0) << output_;
+  std::string const common = "run allen-cahn --n 40 --steps 16 --backend cpu --input " + path("u0.bin");
+  ASSERT_EQ(run(common + " --policy store --grad-out " + path("store.bin")), 0) << output_;
+  std::vector<float> const store = read<float>("store.bin");
+  // 40 x 40 f32: 400 records of 16 B a layer, 6400 B; the whole tape is 102400 B.
+  for (std::string const policy : {"auto", "offload", "recompute"}) {
+    ASSERT_EQ(run(common + " --policy " + policy + " --budget 25K --grad-out " + path(policy + ".bin") + " --json " +
+                  path(policy + ".json")),
+              0)
+      << output_;
+    std::vector<float> const g = read<float>(policy + ".bin");
+    ASSERT_EQ(g.size(), store.size());
+    EXPECT_EQ(std::memcmp(g.data(), store.data(), g.size() * sizeof(float)), 0) << policy;
+    std::ifstream json(path(policy + ".json"));
+    std::string const stats((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+    auto const at = stats.find("\"peak_tape_bytes\": ");
+    ASSERT_NE(at, std::string::npos) << stats;
+    EXPECT_LE(std::stoul(stats.substr(at + 19)), 25u * 1024) << stats;
+  }
+}
+
+TEST_F(Cli, PlanPrintsTheTiersWithoutRunning)
+{
+  ASSERT_EQ(run("plan allen-cahn --n 1024 --steps 20 --backend cpu --budget 40M --policy offload"), 0) << output_;
+  EXPECT_NE(output_.find("policy offload"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("ring of"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("layers 10..: h"), std::string::npos) << output_;
+  ASSERT_EQ(run("plan allen-cahn --n 1024 --steps 20 --backend cpu --budget 20M --policy recompute"), 0) << output_;
+  EXPECT_NE(output_.find("Revolve with 4 snapshots"), std::string::npos) << output_;
+  EXPECT_EQ(run("plan allen-cahn --n 1024 --steps 20 --backend cpu --budget 20M --policy store"), 2);
+  EXPECT_NE(output_.find("does not fit"), std::string::npos) << output_;
+  EXPECT_EQ(run("plan allen-cahn --n 1024 --backend cpu"), 2);
+}
+
 TEST_F(Cli, BadUsageAndInputExitWithStatus2)
 {
   write("u0.bin", std::vector<float>(16, 0.25f));

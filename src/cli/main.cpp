@@ -5,7 +5,9 @@
 //   tapeflow init allen-cahn --n N --out U0.bin [--dtype f32|f64] [--seed S]
 //   tapeflow run allen-cahn --n N --steps T --input U0.bin --grad-out G.bin
 //       [--dtype f32|f64] [--backend auto|cpu|cuda|hip] [--policy auto|store|offload|recompute]
-//       [--budget BYTES] [--json STATS.json] [--tile-records K] [--stages S] [--no-progress]
+//       [--budget BYTES] [--host-budget BYTES] [--json STATS.json] [--tile-records K] [--stages S]
+//       [--no-progress]
+//   tapeflow plan allen-cahn --n N --steps T [--dtype] [--backend] [--policy] [--budget] [--host-budget]
 //
 // Exit status: 0 on success, 2 on bad usage or input (a message says what), 1 on a runtime failure.
 #include "args.hpp"
@@ -15,6 +17,7 @@
 #include <tapeflow/backend.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/policy.hpp>
+#include <tapeflow/tiers.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -40,6 +43,7 @@ commands:
   info                 backends compiled into this build and the devices present
   init allen-cahn      write a random initial state U0.bin
   run allen-cahn       gradient dL/du0 of the Allen-Cahn workload through the tape
+  plan allen-cahn      where each layer of that tape would live, without running it
 
 'tapeflow <command> --help' describes a command's options.
 )";
@@ -61,10 +65,24 @@ std::vector<flag_spec> const run_flags{
   {"backend", "auto|cpu|cuda|hip", "where to run (default auto: a GPU when present, else cpu)", false},
   {"policy", "auto|store|offload|recompute", "where the tape lives (default auto)", false},
   {"budget", "BYTES", "device bytes the tape may occupy (K, M, G suffixes; default: no limit)", false},
+  {"host-budget", "BYTES", "pinned host bytes the host tier may occupy (default: no limit)", false},
   {"json", "STATS.json", "write the run's statistics as JSON", false},
   {"tile-records", "K", "records per tile (default: planned)", false},
   {"stages", "S", "pipeline stages, 2..8 (default: planned)", false},
   {"no-progress", "", "never draw the progress bar", false},
+  {"help", "", "show this help", false},
+};
+
+std::vector<flag_spec> const plan_flags{
+  {"n", "N", "grid side", true},
+  {"steps", "T", "time steps", true},
+  {"dtype", "f32|f64", "value type (default f32)", false},
+  {"backend", "auto|cpu|cuda|hip", "device to plan for (default auto)", false},
+  {"policy", "auto|store|offload|recompute", "where the tape lives (default auto)", false},
+  {"budget", "BYTES", "device bytes the tape may occupy (K, M, G suffixes; default: no limit)", false},
+  {"host-budget", "BYTES", "pinned host bytes the host tier may occupy (default: no limit)", false},
+  {"tile-records", "K", "records per tile (default: planned)", false},
+  {"stages", "S", "pipeline stages, 2..8 (default: planned)", false},
   {"help", "", "show this help", false},
 };
 
@@ -225,15 +243,19 @@ class progress_bar {
   bool enabled_;
 };
 
-template <class T>
-int run_allen_cahn(parsed_args const& args, std::string const& dtype)
+/// The problem and options shared by `run` and `plan`.
+ac::problem parse_problem(parsed_args const& args)
 {
   ac::problem p;
   p.n = args.size("n", 0);
   p.steps = args.size("steps", 0);
   if (p.n == 0 || p.n > (std::size_t{1} << 20)) { throw usage_error("--n must be between 1 and 1048576"); }
   if (p.steps == 0) { throw usage_error("--steps must be at least 1"); }
+  return p;
+}
 
+ac::options parse_options(parsed_args const& args)
+{
   ac::options o;
   std::string const backend_name = args.text("backend", "auto");
   if (backend_name == "auto") {
@@ -251,36 +273,73 @@ int run_allen_cahn(parsed_args const& args, std::string const& dtype)
     throw usage_error("--policy must be auto, store, offload or recompute, got '" + args.text("policy") + "'");
   }
   o.budget_bytes = args.size("budget", 0, true);
+  o.host_budget_bytes = args.size("host-budget", 0, true);
   o.pipeline.tile_records = args.size("tile-records", 0);
   std::size_t const stages = args.size("stages", 0);
   if (args.has("stages") && (stages < 2 || stages > 8)) { throw usage_error("--stages must be between 2 and 8"); }
   o.pipeline.stages = static_cast<int>(stages);
   if (args.has("tile-records") && o.pipeline.tile_records == 0) { throw usage_error("--tile-records must be at least 1"); }
+  if (!backend_available(o.kind)) { TAPEFLOW_FAIL(unavailable_error, backend_unavailable_reason(o.kind)); }
+  return o;
+}
+
+void print_plan(chain_stats const& planned)
+{
+  std::printf("plan:   tape %zu layers x %s = %s; device budget %s\n", planned.steps,
+              human_bytes(planned.layer_bytes).c_str(), human_bytes(planned.tape_bytes).c_str(),
+              planned.budget_bytes == 0 ? "none" : human_bytes(planned.budget_bytes).c_str());
+  std::printf("        tiers: %s\n", planned.tiers.describe().c_str());
+  std::printf("        each layer: %s\n", planned.plan.describe().c_str());
+  std::fflush(stdout);
+}
+
+json_object plan_json(chain_stats const& c)
+{
+  json_object plan;
+  plan.add("record_bytes", c.plan.record_bytes)
+    .add("records_per_layer", c.plan.records)
+    .add("tile_records", c.plan.tile_records)
+    .add("tiles_per_layer", c.plan.tiles)
+    .add("stages", c.plan.stages)
+    .add("block_threads", c.plan.block_threads)
+    .add("grid_blocks", c.plan.grid_blocks)
+    .add("staging_bytes", c.plan.smem_bytes)
+    .add("async_copy", c.plan.async_copy)
+    .add("device_layers", c.tiers.count(tier::device))
+    .add("host_layers", c.tiers.count(tier::host))
+    .add("recompute_layers", c.tiers.count(tier::recompute))
+    .add("ring_slots", c.tiers.ring_slots)
+    .add("prefetch_distance", c.tiers.prefetch_distance)
+    .add("snapshots", c.tiers.snapshots)
+    .add("planned_device_bytes", c.tiers.device_bytes)
+    .add("estimated_overhead_ms", c.tiers.overhead_ms);
+  return plan;
+}
+
+template <class T>
+int run_allen_cahn(parsed_args const& args, std::string const& dtype)
+{
+  ac::problem const p = parse_problem(args);
+  ac::options o = parse_options(args);
   progress_bar bar(!args.has("no-progress") && isatty(STDERR_FILENO) != 0);
   o.progress = [&bar](chain_phase phase, std::size_t done, std::size_t total) { bar(phase, done, total); };
 
   std::vector<T> const u0 = read_values<T>(args.text("input"), p.n * p.n, dtype, p.n);
-  if (!backend_available(o.kind)) {
-    TAPEFLOW_FAIL(unavailable_error, backend_unavailable_reason(o.kind));
-  }
   device_limits const device = query_device_limits(o.kind);
   std::printf("tapeflow run allen-cahn: n = %zu, T = %zu, %s, backend %s (%s)\n", p.n, p.steps, dtype.c_str(),
               std::string{to_string(o.kind)}.c_str(), device.name.c_str());
-
-  chain_stats const planned = ac::plan<T>(p, o);
-  std::printf("plan:   policy %s, tape %zu layers x %s = %s (budget %s)\n",
-              std::string{to_string(planned.policy)}.c_str(), planned.steps, human_bytes(planned.layer_bytes).c_str(),
-              human_bytes(planned.tape_bytes).c_str(),
-              planned.budget_bytes == 0 ? "none" : human_bytes(planned.budget_bytes).c_str());
-  std::printf("        each layer: %s\n", planned.plan.describe().c_str());
-  std::fflush(stdout);
+  print_plan(ac::plan<T>(p, o));
 
   ac::gradient_result<T> const r = ac::gradient(p, u0, o);
   chain_stats const& c = r.chain;
   std::printf("loss:   %.9e\n", static_cast<double>(r.loss));
-  std::printf("summary: forward %.3f ms, reverse %.3f ms; peak tape %s, peak device %s",
-              c.forward_ms, c.reverse_ms, human_bytes(c.peak_tape_bytes).c_str(),
+  std::printf("summary: policy %s; forward %.3f ms, reverse %.3f ms; peak tape %s (device), %s (host); "
+              "peak device %s\n",
+              std::string{to_string(c.policy)}.c_str(), c.forward_ms, c.reverse_ms,
+              human_bytes(c.peak_tape_bytes).c_str(), human_bytes(c.host_tape_bytes).c_str(),
               human_bytes(r.peak_device_bytes).c_str());
+  std::printf("         %zu prefetches, stalled %.3f ms; %zu steps recomputed in %.3f ms", c.prefetches, c.stall_ms,
+              c.recompute_steps, c.recompute_ms);
   if (o.kind == backend::cpu) {
     std::printf("; %zu tiles staged, consumer waited %zu times", r.staging.tiles, r.staging.consumer_waits);
   }
@@ -290,16 +349,6 @@ int run_allen_cahn(parsed_args const& args, std::string const& dtype)
   std::printf("wrote %s: dL/du0, %zu %s values\n", args.text("grad-out").c_str(), r.gradient.size(), dtype.c_str());
 
   if (args.has("json")) {
-    json_object plan;
-    plan.add("record_bytes", c.plan.record_bytes)
-      .add("records_per_layer", c.plan.records)
-      .add("tile_records", c.plan.tile_records)
-      .add("tiles_per_layer", c.plan.tiles)
-      .add("stages", c.plan.stages)
-      .add("block_threads", c.plan.block_threads)
-      .add("grid_blocks", c.plan.grid_blocks)
-      .add("staging_bytes", c.plan.smem_bytes)
-      .add("async_copy", c.plan.async_copy);
     json_object stats;
     stats.add("workload", "allen-cahn")
       .add("n", p.n)
@@ -309,15 +358,24 @@ int run_allen_cahn(parsed_args const& args, std::string const& dtype)
       .add("device", device.name)
       .add("policy", std::string{to_string(c.policy)})
       .add("budget_bytes", c.budget_bytes)
+      .add("host_budget_bytes", o.host_budget_bytes)
       .add("loss", static_cast<double>(r.loss))
       .add("layers", c.steps)
       .add("layer_bytes", c.layer_bytes)
       .add("tape_bytes", c.tape_bytes)
+      .add("device_tier_bytes", c.tiers.bytes_per_tier[static_cast<std::size_t>(tier::device)])
+      .add("host_tier_bytes", c.tiers.bytes_per_tier[static_cast<std::size_t>(tier::host)])
+      .add("recompute_tier_bytes", c.tiers.bytes_per_tier[static_cast<std::size_t>(tier::recompute)])
       .add("peak_tape_bytes", c.peak_tape_bytes)
+      .add("host_tape_bytes", c.host_tape_bytes)
       .add("peak_device_bytes", r.peak_device_bytes)
       .add("forward_ms", c.forward_ms)
       .add("reverse_ms", c.reverse_ms)
-      .add("plan", plan);
+      .add("stall_ms", c.stall_ms)
+      .add("prefetches", c.prefetches)
+      .add("recompute_steps", c.recompute_steps)
+      .add("recompute_ms", c.recompute_ms)
+      .add("plan", plan_json(c));
     if (o.kind == backend::cpu) {
       json_object staging;
       staging.add("tiles", r.staging.tiles)
@@ -328,6 +386,33 @@ int run_allen_cahn(parsed_args const& args, std::string const& dtype)
     }
     write_text(args.text("json"), stats.str());
   }
+  return 0;
+}
+
+int command_plan(std::vector<std::string> const& raw)
+{
+  if (wants_help(raw)) {
+    std::printf("usage: tapeflow plan allen-cahn --n N --steps T [options]\n\n"
+                "Prints where each layer of the Allen-Cahn tape would live, how it is tiled and what the\n"
+                "planner expects it to cost, without running it.\n\n%s",
+                describe_flags(plan_flags).c_str());
+    return 0;
+  }
+  expect_workload(raw, "plan");
+  parsed_args const args(plan_flags, {raw.begin() + 1, raw.end()});
+  std::string const dtype = parse_dtype(args);
+  ac::problem const p = parse_problem(args);
+  ac::options const o = parse_options(args);
+  std::printf("tapeflow plan allen-cahn: n = %zu, T = %zu, %s, backend %s (%s)\n", p.n, p.steps, dtype.c_str(),
+              std::string{to_string(o.kind)}.c_str(), query_device_limits(o.kind).name.c_str());
+  chain_stats const planned = dtype == "f32" ? ac::plan<float>(p, o) : ac::plan<double>(p, o);
+  print_plan(planned);
+  std::string line;
+  for (std::size_t t = 0; t < planned.tiers.tiers.size(); ++t) {
+    line += t % 10 == 0 ? (t == 0 ? "" : "\n") + std::string{"        layers "} + std::to_string(t) + "..: " : " ";
+    line += to_string(planned.tiers.tiers[t]).substr(0, 1);
+  }
+  std::printf("%s\n        (d: device, h: host, r: recompute)\n", line.c_str());
   return 0;
 }
 
@@ -368,7 +453,8 @@ int dispatch(std::vector<std::string> const& args)
   }
   if (command == "init") { return command_init(rest); }
   if (command == "run") { return command_run(rest); }
-  throw usage_error("unknown command '" + command + "' (commands: info, init, run)");
+  if (command == "plan") { return command_plan(rest); }
+  throw usage_error("unknown command '" + command + "' (commands: info, init, run, plan)");
 }
 
 }  // namespace

@@ -4,13 +4,15 @@
 // warmed-up, CUDA-event-timed runs; writes one results file in the design brief's format.
 //
 //   tapeflow_bench [--n 4096] [--steps 50] [--warmup 2] [--repeats 10] [--dtype f32|f64]
-//                  [--commit SHA] [--out bench/results/<date>-<device>.json]
+//                  [--suite all|foundation|tiers] [--tiers-n 8192] [--tiers-steps 100]
+//                  [--tiers-repeats 3] [--commit SHA] [--out bench/results/<date>-<device>.json]
 #include "json.hpp"
 
 #include <allen_cahn/cuda_step.cuh>
 #include <tapeflow/chain.hpp>
 #include <tapeflow/device/platform.hpp>
 #include <tapeflow/memory.hpp>
+#include <tapeflow/tiers.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -68,6 +70,10 @@ struct settings {
   std::size_t steps{50};
   int warmup{2};
   int repeats{10};
+  std::string suite{"all"};      // foundation | tiers | all
+  std::size_t tiers_n{8192};
+  std::size_t tiers_steps{100};
+  int tiers_repeats{3};
   std::string dtype{"f32"};
   std::string commit{"unknown"};
   std::string out;
@@ -135,13 +141,10 @@ struct gradient_timing {
 };
 
 template <class T>
-gradient_timing gradient_ms(settings const& cfg, std::vector<T> const& u0, int sms, pipeline_request pipeline)
+gradient_timing gradient_ms(settings const& cfg, std::vector<T> const& u0, int sms, chain_options options)
 {
   std::size_t const bytes = u0.size() * sizeof(T);
-  chain_options options;
   options.kind = backend::cuda;
-  options.policy = tape_policy::store;
-  options.pipeline = pipeline;
   chain<ac::detail::cuda_step<T>> c(ac::detail::cuda_step<T>{cfg.n, {T(0.05), T(1)}, sms}, cfg.steps, options);
   device_buffer state(backend::cuda, bytes);
   device_buffer adjoint(backend::cuda, bytes);
@@ -166,6 +169,70 @@ gradient_timing gradient_ms(settings const& cfg, std::vector<T> const& u0, int s
   return {grad, median(forward), median(reverse), c.stats(), device_memory_usage(backend::cuda).peak_bytes};
 }
 
+/// Allen–Cahn at the tiers size under budgets of 100, 50, 25 and 10 % of the full tape with each
+/// policy: grad time, stall, recompute, peak device tape bytes.
+template <class T>
+std::string tier_rows(settings const& cfg, device_limits const& device, bandwidths const& bw, bool first)
+{
+  settings tcfg = cfg;
+  tcfg.n = cfg.tiers_n;
+  tcfg.steps = cfg.tiers_steps;
+  tcfg.repeats = cfg.tiers_repeats;
+  tcfg.warmup = 1;
+  std::vector<T> u0(tcfg.n * tcfg.n);
+  std::mt19937_64 rng(20261122);
+  std::uniform_real_distribution<double> dist(-0.9, 0.9);
+  for (T& v : u0) { v = static_cast<T>(dist(rng)); }
+  double const primal = primal_ms<T>(tcfg, u0, device.multiprocessors);
+  std::string const size = std::to_string(tcfg.n) + "x" + std::to_string(tcfg.n) + " T" +
+                           std::to_string(tcfg.steps) + " " + cfg.dtype;
+  std::size_t const tape = tcfg.steps * ac::records_for<T>(tcfg.n * tcfg.n) * sizeof(ac::record<T>);
+  std::string rows;
+  for (int percent : {100, 50, 25, 10}) {
+    for (tape_policy policy : {tape_policy::store, tape_policy::automatic, tape_policy::offload, tape_policy::recompute}) {
+      if (policy == tape_policy::store && percent != 100) { continue; }
+      chain_options o;
+      o.policy = policy;
+      o.budget_bytes = tape / 100 * static_cast<std::size_t>(percent);
+      o.bw = bw;
+      o.measure_time = true;
+      std::string const name = "tiers-" + std::string{to_string(policy)} + "-" + std::to_string(percent) + "pct";
+      gradient_timing g{};
+      try {
+        g = gradient_ms<T>(tcfg, u0, device.multiprocessors, o);
+      } catch (budget_error const& e) {
+        std::printf("%-28s does not fit: %s\n", name.c_str(), e.what());
+        continue;
+      }
+      std::printf("%-28s grad %.1f ms, grad/primal %.2f, stall %.1f ms, recomputed %zu steps (%.1f ms), "
+                  "peak tape %.2f GiB\n",
+                  name.c_str(), g.grad_ms, g.grad_ms / primal, g.stats.stall_ms, g.stats.recompute_steps,
+                  g.stats.recompute_ms, static_cast<double>(g.stats.peak_tape_bytes) / double(1 << 30));
+      tapeflow::cli::json_object row;
+      row.add("workload", "allen-cahn")
+        .add("variant", name)
+        .add("size", size)
+        .add("primal_ms", primal)
+        .add("grad_ms", g.grad_ms)
+        .add("grad_over_primal", g.grad_ms / primal)
+        .add("forward_ms", g.forward_ms)
+        .add("reverse_ms", g.reverse_ms)
+        .add("tape_bytes", g.stats.tape_bytes)
+        .add("budget_bytes", o.budget_bytes)
+        .add("peak_tape_bytes", g.stats.peak_tape_bytes)
+        .add("peak_device_bytes", g.peak_device_bytes)
+        .add("stall_ms", g.stats.stall_ms)
+        .add("prefetches", g.stats.prefetches)
+        .add("recompute_steps", g.stats.recompute_steps)
+        .add("recompute_ms", g.stats.recompute_ms)
+        .add("h2d_copy_GBps", bw.h2d_GBps)
+        .add("plan", g.stats.tiers.describe());
+      rows += (rows.empty() && first ? "" : ",\n    ") + row.str();
+    }
+  }
+  return rows;
+}
+
 template <class T>
 int run(settings const& cfg)
 {
@@ -187,17 +254,21 @@ int run(settings const& cfg)
 
   struct variant {
     char const* name;
-    pipeline_request request;
+    chain_options options;
   };
-  pipeline_request plain{};
-  plain.force_plain = true;
-  std::vector<variant> const variants{{"tapeflow-store-cp.async", {}}, {"tapeflow-store-register-db", plain}};
+  chain_options async_store;
+  async_store.policy = tape_policy::store;
+  chain_options plain_store = async_store;
+  plain_store.pipeline.force_plain = true;
+  std::vector<variant> const variants{{"tapeflow-store-cp.async", async_store},
+                                      {"tapeflow-store-register-db", plain_store}};
 
   std::string const size = std::to_string(cfg.n) + "x" + std::to_string(cfg.n) + " T" + std::to_string(cfg.steps) +
                            " " + cfg.dtype;
   std::string rows;
   for (variant const& v : variants) {
-    gradient_timing const g = gradient_ms<T>(cfg, u0, device.multiprocessors, v.request);
+    if (cfg.suite == "tiers") { break; }
+    gradient_timing const g = gradient_ms<T>(cfg, u0, device.multiprocessors, v.options);
     double const state_bytes = static_cast<double>(u0.size() * sizeof(T));
     // Least traffic of a taped gradient: the tape written and read once, and each step's state
     // read and written once in the forward and in the reverse.
@@ -224,6 +295,10 @@ int run(settings const& cfg)
     rows += (rows.empty() ? "" : ",\n    ") + row.str();
   }
 
+  bandwidths const bw = measure_bandwidths(backend::cuda, std::size_t{256} << 20);
+  std::printf("pinned copies: H2D %.1f GB/s, D2H %.1f GB/s\n", bw.h2d_GBps, bw.d2h_GBps);
+  if (cfg.suite != "foundation") { rows += tier_rows<T>(cfg, device, bw, rows.empty()); }
+
   std::time_t const now = std::time(nullptr);
   char date[16];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
@@ -233,6 +308,8 @@ int run(settings const& cfg)
     .add("commit", cfg.commit)
     .add("date", std::string{date})
     .add("d2d_copy_GBps", d2d)
+    .add("h2d_copy_GBps", bw.h2d_GBps)
+    .add("d2h_copy_GBps", bw.d2h_GBps)
     .add("warmup", cfg.warmup)
     .add("repeats", cfg.repeats);
   std::string text = head.str();
@@ -273,6 +350,14 @@ int main(int argc, char** argv)
         cfg.dtype = value;
       } else if (flag == "--commit") {
         cfg.commit = value;
+      } else if (flag == "--suite") {
+        cfg.suite = value;
+      } else if (flag == "--tiers-n") {
+        cfg.tiers_n = std::stoul(value);
+      } else if (flag == "--tiers-steps") {
+        cfg.tiers_steps = std::stoul(value);
+      } else if (flag == "--tiers-repeats") {
+        cfg.tiers_repeats = std::stoi(value);
       } else if (flag == "--out") {
         cfg.out = value;
       } else {
@@ -280,7 +365,8 @@ int main(int argc, char** argv)
       }
     }
     if (cfg.n == 0 || cfg.steps == 0 || cfg.repeats < 1 || cfg.warmup < 0 ||
-        (cfg.dtype != "f32" && cfg.dtype != "f64")) {
+        (cfg.dtype != "f32" && cfg.dtype != "f64") ||
+        (cfg.suite != "all" && cfg.suite != "foundation" && cfg.suite != "tiers")) {
       throw std::invalid_argument("need --n >= 1, --steps >= 1, --repeats >= 1, --warmup >= 0, --dtype f32|f64");
     }
   } catch (std::exception const& e) {

@@ -8,7 +8,7 @@ namespace tapeflow::detail {
 host_tier::host_tier(backend kind, std::size_t layer_bytes, std::size_t layers, std::size_t slots,
                      std::size_t distance, bool measure_stalls)
   : kind_(kind), layer_bytes_(layer_bytes), layers_(layers), slots_(slots), distance_(distance),
-    measure_(measure_stalls), d2h_(kind), h2d_(kind)
+    measure_(measure_stalls), d2h_(kind), h2d_(kind), offloaded_(kind)
 {
   TAPEFLOW_EXPECTS(layer_bytes > 0 && layers > 0, "the host tier needs at least one layer");
   TAPEFLOW_EXPECTS(slots >= 1 && distance < slots, "the host tier's prefetch distance must be below its ring size");
@@ -78,6 +78,11 @@ void host_tier::issue_prefetches(std::size_t up_to)
 void host_tier::begin_reverse(stream_view)
 {
   TAPEFLOW_EXPECTS(ring_.size() == slots_, "the host tier's reverse needs its forward first");
+  // A prefetch reads a layer's pinned copy: every D2H copy of the forward must have landed.
+  // (Waiting on each ring slot's last user is not enough: the last layers written are still
+  // being copied out of slots that no prefetch reuses first.)
+  offloaded_.record(d2h_.view());
+  offloaded_.wait(h2d_.view());
   issued_ = 0;
   prefetches_ = 0;
   reverse_stall_ms_ = 0;
@@ -122,6 +127,17 @@ void host_tier::end_reverse(stream_view compute)
     reverse_stall_ms_ = collect(reverse_marks_);
   }
   ring_.clear();  // stream-ordered frees on the compute stream
+}
+
+void host_tier::abandon() noexcept
+{
+  try {
+    d2h_.synchronize();
+    h2d_.synchronize();
+  } catch (...) {  // the original failure is what the caller sees
+  }
+  ring_.clear();
+  issued_ = 0;
 }
 
 }  // namespace tapeflow::detail

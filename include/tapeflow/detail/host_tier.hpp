@@ -6,7 +6,8 @@
 // Forward: layer i is written into slot i % K once that slot's previous D2H copy is done; when
 // the compute stream has written it, the D2H stream copies it out. Reverse: layers come back in
 // the opposite order (j = 0 is the last layer written); prefetch j goes into slot j % K once
-// the reverse of j - K released it, `distance` layers ahead of the one being reversed.
+// the reverse of j - K released it and every D2H copy of the forward has landed, `distance`
+// layers ahead of the one being reversed.
 #pragma once
 
 #include <tapeflow/memory.hpp>
@@ -45,6 +46,9 @@ class host_tier {
   /// Frees the ring once everything queued has finished.
   void end_reverse(stream_view compute);
 
+  /// After a failure: waits for the copy streams and frees the ring. Never throws.
+  void abandon() noexcept;
+
   [[nodiscard]] std::size_t ring_bytes() const noexcept { return ring_.size() * layer_bytes_; }
   [[nodiscard]] std::size_t host_bytes() const noexcept { return host_.size() * layer_bytes_; }
   [[nodiscard]] std::size_t slots() const noexcept { return slots_; }
@@ -71,6 +75,7 @@ class host_tier {
   stream h2d_;
   std::vector<pinned_buffer> host_;
   std::vector<device_buffer> ring_;
+  event offloaded_;                // every D2H copy of the forward has landed
   std::vector<event> slot_free_;   // the slot's previous content is no longer needed
   std::vector<event> slot_ready_;  // the slot holds the layer the compute stream wants
   std::vector<event> written_;     // the compute stream finished writing the slot

@@ -8,7 +8,7 @@ namespace tapeflow::detail {
 host_tier::host_tier(backend kind, std::size_t layer_bytes, std::size_t layers, std::size_t slots,
                      std::size_t distance, bool measure_stalls)
   : kind_(kind), layer_bytes_(layer_bytes), layers_(layers), slots_(slots), distance_(distance),
-    measure_(measure_stalls), d2h_(kind), h2d_(kind), offloaded_(kind)
+    measure_(measure_stalls), offloaded_(kind), d2h_(kind), h2d_(kind)
 {
   TAPEFLOW_EXPECTS(layer_bytes > 0 && layers > 0, "the host tier needs at least one layer");
   TAPEFLOW_EXPECTS(slots >= 1 && distance < slots, "the host tier's prefetch distance must be below its ring size");
@@ -26,6 +26,8 @@ host_tier::host_tier(backend kind, std::size_t layer_bytes, std::size_t layers, 
     }
   }
 }
+
+host_tier::~host_tier() { abandon(); }
 
 void host_tier::begin_forward(stream_view compute)
 {

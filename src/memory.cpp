@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <tapeflow/error.hpp>
+#include <tapeflow/fault.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/stream.hpp>
 
@@ -30,6 +31,26 @@ usage_counters& host_counters(backend kind) noexcept
   return all[static_cast<std::size_t>(kind)];
 }
 
+void inject_allocation_fault(fault::site s, backend kind, std::size_t bytes)
+{
+  if (fault::detail::fires(s)) {
+    TAPEFLOW_FAIL_BYTES(out_of_memory,
+                        std::string{"injected fault: "} + (s == fault::site::device_allocation ? "device" : "pinned host") +
+                          " allocation of " + std::to_string(bytes) + " bytes on backend " +
+                          std::string{to_string(kind)} + " failed",
+                        bytes);
+  }
+}
+
+void inject_copy_fault(std::size_t bytes)
+{
+  if (fault::detail::fires(fault::site::copy)) {
+    throw platform_error(detail::where(__FILE__, __LINE__) + "injected fault: a copy of " + std::to_string(bytes) +
+                           " bytes failed",
+                         "tapeflow_injected_copy_fault", -1);
+  }
+}
+
 void account(usage_counters& c, std::size_t bytes) noexcept
 {
   std::size_t const now = c.current.fetch_add(bytes) + bytes;
@@ -43,7 +64,9 @@ device_buffer::device_buffer(backend kind, std::size_t bytes, stream_view stream
   : kind_(kind), bytes_(bytes), stream_(stream)
 {
   TAPEFLOW_EXPECTS(bytes > 0, "a device_buffer needs a positive size");
-  data_ = detail::ops(kind).allocate(bytes, stream);
+  detail::backend_ops const& table = detail::ops(kind);
+  inject_allocation_fault(fault::site::device_allocation, kind, bytes);
+  data_ = table.allocate(bytes, stream);
   account(counters(kind), bytes);
 }
 
@@ -89,6 +112,7 @@ void check_range(std::size_t offset, std::size_t bytes, std::size_t size, char c
 void device_buffer::upload(void const* host, std::size_t bytes, stream_view stream, std::size_t offset)
 {
   check_range(offset, bytes, bytes_, "upload");
+  inject_copy_fault(bytes);
   detail::ops(kind_).copy(static_cast<unsigned char*>(data_) + offset, host, bytes,
                           detail::copy_kind::host_to_device, stream);
 }
@@ -96,6 +120,7 @@ void device_buffer::upload(void const* host, std::size_t bytes, stream_view stre
 void device_buffer::download(void* host, std::size_t bytes, stream_view stream, std::size_t offset) const
 {
   check_range(offset, bytes, bytes_, "download");
+  inject_copy_fault(bytes);
   detail::backend_ops const& table = detail::ops(kind_);
   table.copy(host, static_cast<unsigned char const*>(data_) + offset, bytes, detail::copy_kind::device_to_host,
              stream);
@@ -106,6 +131,7 @@ void device_buffer::copy_from(device_buffer const& source, stream_view stream)
 {
   TAPEFLOW_EXPECTS(source.kind_ == kind_ && source.bytes_ == bytes_,
                    "copy_from needs a source of the same backend and size");
+  inject_copy_fault(bytes_);
   detail::ops(kind_).copy(data_, source.data_, bytes_, detail::copy_kind::device_to_device, stream);
 }
 
@@ -141,7 +167,9 @@ void reset_host_memory_peak(backend kind) noexcept
 pinned_buffer::pinned_buffer(backend kind, std::size_t bytes) : kind_(kind), bytes_(bytes)
 {
   TAPEFLOW_EXPECTS(bytes > 0, "a pinned_buffer needs a positive size");
-  data_ = detail::ops(kind).allocate_host(bytes);
+  detail::backend_ops const& table = detail::ops(kind);
+  inject_allocation_fault(fault::site::host_allocation, kind, bytes);
+  data_ = table.allocate_host(bytes);
   account(host_counters(kind), bytes);
 }
 
@@ -176,6 +204,7 @@ void copy_to_host_async(pinned_buffer& dst, device_buffer const& src, std::size_
 {
   TAPEFLOW_EXPECTS(dst.kind() == src.kind(), "host and device buffers of different backends");
   check_range(0, bytes, std::min(dst.size(), src.size()), "copy to host");
+  inject_copy_fault(bytes);
   detail::ops(src.kind()).copy(dst.data(), src.data(), bytes, detail::copy_kind::device_to_host, stream);
 }
 
@@ -183,6 +212,7 @@ void copy_to_device_async(device_buffer& dst, pinned_buffer const& src, std::siz
 {
   TAPEFLOW_EXPECTS(dst.kind() == src.kind(), "host and device buffers of different backends");
   check_range(0, bytes, std::min(dst.size(), src.size()), "copy to device");
+  inject_copy_fault(bytes);
   detail::ops(dst.kind()).copy(dst.data(), src.data(), bytes, detail::copy_kind::host_to_device, stream);
 }
 

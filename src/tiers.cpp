@@ -77,51 +77,65 @@ void finish(tier_plan& plan, std::vector<layer_info> const& layers)
 }
 
 /// Keeps the last layers on the device and sends the earlier ones to the host tier through a
-/// ring; `all_host` sends every layer. Empty when the device or host budget cannot hold it.
+/// ring; `all_host` sends every layer. Tries every ring size the budget allows (a bigger ring
+/// hides more copy latency, a smaller one leaves room to keep layers) and keeps the cheapest.
+/// Empty when the device or host budget cannot hold any.
 std::optional<tier_plan> host_plan(tier_request const& r, summary const& s, bool all_host)
 {
   std::size_t const budget = r.budgets.device_bytes;
   std::size_t const n = r.layers.size();
-  // Prefetch distance: enough layers in flight to cover one layer's copy with reverse compute.
-  double const copy = copy_ms(s.largest, r.bw.h2d_GBps);
+  double const per_layer_forward = s.forward_ms / static_cast<double>(n);
   double const per_layer_reverse = s.reverse_ms / static_cast<double>(n);
-  std::size_t distance =
-    per_layer_reverse > 0 ? static_cast<std::size_t>(std::ceil(copy / per_layer_reverse)) + 1 : std::size_t{2};
-  std::size_t slots = distance + 1;
-  if (budget != 0) { slots = std::min(slots, budget / s.largest); }
-  if (slots == 0) { return std::nullopt; }
+  // More slots than cover one copy with compute, or than there are layers, never help.
+  double const copy = copy_ms(s.largest, std::min(r.bw.h2d_GBps, r.bw.d2h_GBps));
+  std::size_t const useful =
+    per_layer_reverse > 0 ? static_cast<std::size_t>(std::ceil(copy / per_layer_reverse)) + 2 : std::size_t{3};
+  std::size_t max_slots = std::min(useful, n);
+  if (budget != 0) { max_slots = std::min(max_slots, budget / s.largest); }
 
-  tier_plan plan;
-  plan.policy = tape_policy::offload;
-  plan.tiers.assign(n, tier::host);
-  std::size_t kept = 0;
-  if (!all_host) {
-    // The last layers are reversed first: keep as many of them as fit beside the ring.
-    std::size_t const reserved = slots * s.largest;
-    for (std::size_t i = n; i-- > 0;) {
-      if (budget != 0 && r.layers[i].tape_bytes > budget - reserved - kept) { break; }
-      plan.tiers[i] = tier::device;
-      kept += r.layers[i].tape_bytes;
+  std::optional<tier_plan> best;
+  for (std::size_t slots = 1; slots <= max_slots; ++slots) {
+    tier_plan plan;
+    plan.policy = tape_policy::offload;
+    plan.tiers.assign(n, tier::host);
+    std::size_t kept = 0;
+    if (!all_host) {
+      // The last layers are reversed first: keep as many of them as fit beside the ring.
+      std::size_t const reserved = slots * s.largest;
+      for (std::size_t i = n; i-- > 0;) {
+        if (budget != 0 && r.layers[i].tape_bytes > budget - reserved - kept) { break; }
+        plan.tiers[i] = tier::device;
+        kept += r.layers[i].tape_bytes;
+      }
     }
+    std::size_t const offloaded = plan.count(tier::host);
+    if (offloaded == 0) { continue; }  // everything fits: that is the store plan
+    plan.ring_slots = std::min(slots, offloaded);
+    plan.prefetch_distance = plan.ring_slots - 1;
+    plan.device_bytes = kept + plan.ring_slots * s.largest;
+    double d2h = 0;
+    double h2d = 0;
+    double d2h_latency = 0;
+    double h2d_latency = 0;
+    double const lead = static_cast<double>(plan.prefetch_distance);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (plan.tiers[i] != tier::host) { continue; }
+      plan.host_bytes += r.layers[i].tape_bytes;
+      double const out = copy_ms(r.layers[i].tape_bytes, r.bw.d2h_GBps);
+      double const in = copy_ms(r.layers[i].tape_bytes, r.bw.h2d_GBps);
+      d2h += out;
+      h2d += in;
+      // A copy can only hide behind the compute of the layers it leads by.
+      d2h_latency += std::max(0.0, out - lead * per_layer_forward);
+      h2d_latency += std::max(0.0, in - lead * per_layer_reverse);
+    }
+    if (r.budgets.host_bytes != 0 && plan.host_bytes > r.budgets.host_bytes) { continue; }
+    plan.overhead_ms = std::max(d2h_latency, d2h - s.forward_ms) + std::max(h2d_latency, h2d - s.reverse_ms);
+    // Ties go to the bigger ring: more lookahead absorbs jitter the model does not see.
+    if (!best || plan.overhead_ms <= best->overhead_ms) { best = std::move(plan); }
   }
-  std::size_t const offloaded = plan.count(tier::host);
-  plan.ring_slots = std::min(slots, offloaded);
-  plan.prefetch_distance = plan.ring_slots == 0 ? 0 : plan.ring_slots - 1;
-  plan.device_bytes = kept + plan.ring_slots * s.largest;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (plan.tiers[i] == tier::host) { plan.host_bytes += r.layers[i].tape_bytes; }
-  }
-  if (r.budgets.host_bytes != 0 && plan.host_bytes > r.budgets.host_bytes) { return std::nullopt; }
-  double d2h = 0;
-  double h2d = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (plan.tiers[i] != tier::host) { continue; }
-    d2h += copy_ms(r.layers[i].tape_bytes, r.bw.d2h_GBps);
-    h2d += copy_ms(r.layers[i].tape_bytes, r.bw.h2d_GBps);
-  }
-  plan.overhead_ms = std::max(0.0, d2h - s.forward_ms) + std::max(0.0, h2d - s.reverse_ms);
-  finish(plan, r.layers);
-  return plan;
+  if (best) { finish(*best, r.layers); }
+  return best;
 }
 
 /// Revolve over a uniform chain, with as many snapshots as the budget holds beside one layer.

@@ -76,6 +76,7 @@ struct chain_stats {
   double reverse_ms{0};
   double stall_ms{0};                      ///< compute waiting on the ring or on prefetches
   double recompute_ms{0};                  ///< time of the untaped forward steps
+  std::string fallback;                    ///< why the tiers changed at run time (empty: they did not)
 };
 
 /// Tape bytes one layer of `records` records of `record_bytes` takes.
@@ -138,6 +139,7 @@ class chain {
     TAPEFLOW_EXPECTS(!pending_, "forward() called again before reverse() consumed the tape");
     check_state(state, "state");
     stream_view const s = compute_stream(stream);
+    prepare_tiers();
     timer t{*this, s, stats_.forward_ms};
     peak_ = 0;
     recompute_events_.clear();
@@ -145,10 +147,15 @@ class chain {
     stats_.recompute_ms = 0;
     stats_.stall_ms = 0;
     stats_.prefetches = 0;
-    if (stats_.policy == tape_policy::recompute) {
-      recompute_forward(state, s);
-    } else {
-      tiered_forward(state, s);
+    try {
+      if (stats_.policy == tape_policy::recompute) {
+        recompute_forward(state, s);
+      } else {
+        tiered_forward(state, s);
+      }
+    } catch (...) {
+      abandon(s);  // `state` is left unspecified; the chain is ready for a new forward
+      throw;
     }
     pending_ = true;
   }
@@ -164,10 +171,15 @@ class chain {
     pending_ = false;
     {
       timer t{*this, s, stats_.reverse_ms};
-      if (stats_.policy == tape_policy::recompute) {
-        recompute_reverse(adjoint, s);
-      } else {
-        tiered_reverse(adjoint, s);
+      try {
+        if (stats_.policy == tape_policy::recompute) {
+          recompute_reverse(adjoint, s);
+        } else {
+          tiered_reverse(adjoint, s);
+        }
+      } catch (...) {
+        abandon(s);  // the tape is gone: the next forward starts afresh
+        throw;
       }
     }
     stats_.peak_tape_bytes = peak_;
@@ -308,17 +320,52 @@ class chain {
   }
 
   // ---- bookkeeping -------------------------------------------------------------------------
-  stream_view compute_stream(stream_view requested)
+  stream_view compute_stream(stream_view requested) const noexcept
   {
     // CPU steps run inline on the calling thread: order everything on the default stream.
-    stream_view const s = options_.kind == backend::cpu ? stream_view{} : requested;
-    if (stats_.tiers.count(tier::host) > 0 && !host_) {
+    return options_.kind == backend::cpu ? stream_view{} : requested;
+  }
+
+  /// Builds the host tier on first use. When its pinned memory cannot be had, falls back to
+  /// recomputation if that fits the device budget; otherwise the allocation error propagates.
+  void prepare_tiers()
+  {
+    if (stats_.tiers.count(tier::host) == 0 || host_) { return; }
+    try {
       host_ = std::make_unique<detail::host_tier>(options_.kind, stats_.layer_bytes, stats_.tiers.count(tier::host),
                                                   stats_.tiers.ring_slots, stats_.tiers.prefetch_distance,
                                                   options_.measure_time);
       stats_.host_tape_bytes = host_->host_bytes();
+    } catch (out_of_memory const& failure) {
+      chain_options fallback = options_;
+      fallback.policy = tape_policy::recompute;
+      chain_stats replanned;
+      try {
+        replanned = plan_chain(sizeof(record_type), step_.records_per_step(), steps_, state_bytes(), fallback);
+      } catch (budget_error const&) {
+        throw failure;
+      }
+      replanned.fallback = std::string{"host tier unavailable ("} + failure.what() + "); recomputing instead";
+      stats_ = std::move(replanned);
+      schedule_ = revolve_schedule(steps_, stats_.tiers.snapshots);
     }
-    return s;
+  }
+
+  /// Releases everything a failed forward or reverse held; the chain can run again.
+  void abandon(stream_view s) noexcept
+  {
+    try {
+      synchronize(options_.kind, s);
+    } catch (...) {  // the failure that brought us here is what the caller sees
+    }
+    while (!tape_.empty()) { tape_.pop(); }
+    if (host_) { host_->abandon(); }
+    snapshots_.clear();
+    work_.reset();
+    scratch_.reset();
+    marks_.clear();
+    recompute_events_.clear();
+    pending_ = false;
   }
 
   void track_peak() noexcept

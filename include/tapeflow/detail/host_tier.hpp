@@ -24,9 +24,12 @@ class host_tier {
   /// `distance` (< slots) prefetches in flight. Host memory is allocated once and kept.
   host_tier(backend kind, std::size_t layer_bytes, std::size_t layers, std::size_t slots, std::size_t distance,
             bool measure_stalls);
-  host_tier(host_tier&&) noexcept = default;
-  host_tier& operator=(host_tier&&) noexcept = default;
-  ~host_tier() = default;
+  host_tier(host_tier const&) = delete;
+  host_tier& operator=(host_tier const&) = delete;
+  host_tier(host_tier&&) = delete;
+  host_tier& operator=(host_tier&&) = delete;
+  /// Waits for the copy streams before anything they use goes.
+  ~host_tier();
 
   /// Allocates the ring; the forward writes layers 0, 1, ... in order.
   void begin_forward(stream_view compute);
@@ -71,8 +74,6 @@ class host_tier {
   std::size_t slots_;
   std::size_t distance_;
   bool measure_;
-  stream d2h_;
-  stream h2d_;
   std::vector<pinned_buffer> host_;
   std::vector<device_buffer> ring_;
   event offloaded_;                // every D2H copy of the forward has landed
@@ -85,6 +86,9 @@ class host_tier {
   std::size_t prefetches_{0};
   double forward_stall_ms_{0};
   double reverse_stall_ms_{0};
+  // Declared last, destroyed first: work queued on them uses the buffers and events above.
+  stream d2h_;
+  stream h2d_;
 };
 
 }  // namespace tapeflow::detail

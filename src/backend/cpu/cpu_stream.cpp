@@ -99,5 +99,5 @@ std::chrono::microseconds copy_delay() noexcept { return std::chrono::microsecon
 }  // namespace tapeflow::detail::cpu
 
 namespace tapeflow::fault {
-void set_cpu_copy_delay(std::chrono::microseconds delay) noexcept { detail::cpu::set_copy_delay(delay); }
+void set_cpu_copy_delay(std::chrono::microseconds delay) noexcept { tapeflow::detail::cpu::set_copy_delay(delay); }
 }  // namespace tapeflow::fault

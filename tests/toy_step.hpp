@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// A toy chain step for tests: x' = x + x^2 / 2 elementwise, two values per record, reverse
+// through the CPU staging ring. Its gradient is known in closed form.
+#pragma once
+
+#include <tapeflow/chain.hpp>
+#include <tapeflow/cpu/tile_ring.hpp>
+
+#include <memory>
+
+namespace tapeflow {
+
+struct toy_step {
+  using value_type = double;
+  using record_type = value_record<double, 2>;
+
+  std::size_t size;
+  std::shared_ptr<std::size_t> reverse_calls = std::make_shared<std::size_t>(0);
+
+  [[nodiscard]] std::size_t state_size() const noexcept { return size; }
+  [[nodiscard]] std::size_t records_per_step() const noexcept { return (size + 1) / 2; }
+
+  void forward(std::size_t, double const* in, double* out, stream_view) const
+  {
+    for (std::size_t k = 0; k < size; ++k) { out[k] = in[k] + 0.5 * in[k] * in[k]; }
+  }
+
+  void augmented_forward(std::size_t, double const* in, double* out, tape_writer<record_type> tape, stream_view) const
+  {
+    for (std::size_t r = 0; r < tape.size(); ++r) {
+      record_type rec{};
+      for (std::size_t c = 0; c < 2 && 2 * r + c < size; ++c) {
+        double const x = in[2 * r + c];
+        rec.values[c] = x;
+        out[2 * r + c] = x + 0.5 * x * x;
+      }
+      tape.write(r, rec);
+    }
+  }
+
+  void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, double const* g_out,
+               double* g_in, stream_view) const
+  {
+    ++*reverse_calls;
+    cpu::tile_ring<record_type> ring(plan);
+    ring.reverse(tape, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
+      for (std::size_t i = 0; i < count; ++i) {
+        for (std::size_t c = 0; c < 2 && 2 * (first + i) + c < size; ++c) {
+          std::size_t const k = 2 * (first + i) + c;
+          g_in[k] = g_out[k] * (1.0 + staged[i].values[c]);
+        }
+      }
+    });
+  }
+};
+
+}  // namespace tapeflow

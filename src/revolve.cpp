@@ -33,6 +33,8 @@ std::size_t revolve_repetitions(std::size_t l, std::size_t s)
 std::size_t revolve_forward_steps(std::size_t l, std::size_t s)
 {
   std::size_t const r = revolve_repetitions(l, s);
+  TAPEFLOW_EXPECTS(r <= static_cast<std::size_t>(-1) / l,
+                   "Revolve over " + std::to_string(l) + " steps with " + std::to_string(s) + " snapshots overflows");
   return r * l - binomial(s + r, s + 1);
 }
 

@@ -88,8 +88,9 @@ std::optional<tier_plan> host_plan(tier_request const& r, summary const& s, bool
   double const per_layer_reverse = s.reverse_ms / static_cast<double>(n);
   // More slots than cover one copy with compute, or than there are layers, never help.
   double const copy = copy_ms(s.largest, std::min(r.bw.h2d_GBps, r.bw.d2h_GBps));
-  std::size_t const useful =
-    per_layer_reverse > 0 ? static_cast<std::size_t>(std::ceil(copy / per_layer_reverse)) + 2 : std::size_t{3};
+  // (Clamped before the conversion: a tiny reverse cost makes the ratio arbitrarily large.)
+  double const ratio = per_layer_reverse > 0 ? std::ceil(copy / per_layer_reverse) : 1.0;
+  std::size_t const useful = static_cast<std::size_t>(std::min(ratio, static_cast<double>(n))) + 2;
   std::size_t max_slots = std::min(useful, n);
   if (budget != 0) { max_slots = std::min(max_slots, budget / s.largest); }
 

@@ -169,6 +169,24 @@ gradient_timing gradient_ms(settings const& cfg, std::vector<T> const& u0, int s
   return {grad, median(forward), median(reverse), c.stats(), device_memory_usage(backend::cuda).peak_bytes};
 }
 
+/// The fields every gradient row has (the brief's results format).
+tapeflow::cli::json_object gradient_row(std::string const& variant, std::string const& size, double primal,
+                                        gradient_timing const& g)
+{
+  tapeflow::cli::json_object row;
+  row.add("workload", "allen-cahn")
+    .add("variant", variant)
+    .add("size", size)
+    .add("primal_ms", primal)
+    .add("grad_ms", g.grad_ms)
+    .add("grad_over_primal", g.grad_ms / primal)
+    .add("forward_ms", g.forward_ms)
+    .add("reverse_ms", g.reverse_ms)
+    .add("tape_bytes", g.stats.tape_bytes)
+    .add("peak_device_bytes", g.peak_device_bytes);
+  return row;
+}
+
 /// Allen–Cahn at the tiers size under budgets of 100, 50, 25 and 10 % of the full tape with each
 /// policy: grad time, stall, recompute, peak device tape bytes.
 template <class T>
@@ -208,19 +226,9 @@ std::string tier_rows(settings const& cfg, device_limits const& device, bandwidt
                   "peak tape %.2f GiB\n",
                   name.c_str(), g.grad_ms, g.grad_ms / primal, g.stats.stall_ms, g.stats.recompute_steps,
                   g.stats.recompute_ms, static_cast<double>(g.stats.peak_tape_bytes) / double(1 << 30));
-      tapeflow::cli::json_object row;
-      row.add("workload", "allen-cahn")
-        .add("variant", name)
-        .add("size", size)
-        .add("primal_ms", primal)
-        .add("grad_ms", g.grad_ms)
-        .add("grad_over_primal", g.grad_ms / primal)
-        .add("forward_ms", g.forward_ms)
-        .add("reverse_ms", g.reverse_ms)
-        .add("tape_bytes", g.stats.tape_bytes)
-        .add("budget_bytes", o.budget_bytes)
+      tapeflow::cli::json_object row = gradient_row(name, size, primal, g);
+      row.add("budget_bytes", o.budget_bytes)
         .add("peak_tape_bytes", g.stats.peak_tape_bytes)
-        .add("peak_device_bytes", g.peak_device_bytes)
         .add("stall_ms", g.stats.stall_ms)
         .add("prefetches", g.stats.prefetches)
         .add("recompute_steps", g.stats.recompute_steps)
@@ -279,18 +287,8 @@ int run(settings const& cfg)
                 "%-28s plan: %s\n",
                 v.name, g.grad_ms, g.forward_ms, g.reverse_ms, g.grad_ms / primal, gbps, g.stats.tape_bytes, "",
                 g.stats.plan.describe().c_str());
-    tapeflow::cli::json_object row;
-    row.add("workload", "allen-cahn")
-      .add("variant", v.name)
-      .add("size", size)
-      .add("primal_ms", primal)
-      .add("grad_ms", g.grad_ms)
-      .add("grad_over_primal", g.grad_ms / primal)
-      .add("forward_ms", g.forward_ms)
-      .add("reverse_ms", g.reverse_ms)
-      .add("tape_bytes", g.stats.tape_bytes)
-      .add("peak_device_bytes", g.peak_device_bytes)
-      .add("achieved_GBps", gbps)
+    tapeflow::cli::json_object row = gradient_row(v.name, size, primal, g);
+    row.add("achieved_GBps", gbps)
       .add("plan", g.stats.plan.describe());
     rows += (rows.empty() ? "" : ",\n    ") + row.str();
   }

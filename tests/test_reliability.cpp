@@ -23,10 +23,10 @@ constexpr std::size_t layer = 144 * 16;
 constexpr std::size_t state_bytes = grid * grid * sizeof(float);
 
 /// Options under which each policy is what runs (the budgets force the tiers).
-ac::options options_for(tape_policy policy)
+ac::options options_for(tape_policy policy, backend kind = backend::cpu)
 {
   ac::options o;
-  o.kind = backend::cpu;
+  o.kind = kind;
   o.policy = policy;
   o.poison = true;
   o.bw = {50.0, 50.0, 20.0};  // copies hide behind compute: auto keeps half and offloads half
@@ -41,28 +41,47 @@ ac::options options_for(tape_policy policy)
 std::vector<tape_policy> const every_policy{tape_policy::store, tape_policy::automatic, tape_policy::offload,
                                             tape_policy::recompute};
 
-void expect_no_bytes_held()
+void expect_no_bytes_held(backend kind = backend::cpu)
 {
-  EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
-  EXPECT_EQ(host_memory_usage(backend::cpu).current_bytes, 0u);
+  EXPECT_EQ(device_memory_usage(kind).current_bytes, 0u);
+  EXPECT_EQ(host_memory_usage(kind).current_bytes, 0u);
 }
 
-TEST(Determinism, TenRunsOfEachPolicyGiveTheSameBits)
+/// The CPU backend always runs; the CUDA cases run where a device is present.
+#define SKIP_WITHOUT(kind)                                                                        \
+  if (!backend_available(kind)) {                                                                 \
+    GTEST_SKIP() << "no " << to_string(kind) << " device: " << backend_unavailable_reason(kind); \
+  }
+
+std::string backend_name(::testing::TestParamInfo<backend> const& param_info)
 {
+  return std::string{to_string(param_info.param)};
+}
+
+class Determinism : public ::testing::TestWithParam<backend> {};
+
+TEST_P(Determinism, TenRunsOfEachPolicyGiveTheSameBits)
+{
+  backend const kind = GetParam();
+  SKIP_WITHOUT(kind);
   std::vector<float> const u0 = testing::random_state<float>(grid * grid, testing::fresh_seed());
-  std::vector<float> const store = ac::gradient(ac::problem{grid, steps}, u0, options_for(tape_policy::store)).gradient;
+  std::vector<float> const store =
+    ac::gradient(ac::problem{grid, steps}, u0, options_for(tape_policy::store, kind)).gradient;
   for (tape_policy p : every_policy) {
     for (int run = 0; run < 10; ++run) {
-      std::vector<float> const g = ac::gradient(ac::problem{grid, steps}, u0, options_for(p)).gradient;
+      std::vector<float> const g = ac::gradient(ac::problem{grid, steps}, u0, options_for(p, kind)).gradient;
       ASSERT_EQ(std::memcmp(g.data(), store.data(), g.size() * sizeof(float)), 0)
         << to_string(p) << ", run " << run;
     }
   }
-  expect_no_bytes_held();
+  expect_no_bytes_held(kind);
 }
 
-TEST(Determinism, TheHostTierHasNoRaceBetweenItsCopyStreamsAndTheReverse)
+INSTANTIATE_TEST_SUITE_P(Backends, Determinism, ::testing::Values(backend::cpu, backend::cuda), backend_name);
+
+TEST(DeterminismStress, TheHostTierHasNoRaceBetweenItsCopyStreamsAndTheReverse)
 {
+
   // The host tier's copy threads race the compute thread; hundreds of short runs exercise the
   // orderings (this caught a prefetch that read a pinned copy still being written).
   std::vector<float> const u0 = testing::random_state<float>(grid * grid, testing::fresh_seed());
@@ -79,6 +98,7 @@ TEST(Determinism, TheHostTierHasNoRaceBetweenItsCopyStreamsAndTheReverse)
 struct fault_case {
   tape_policy policy;
   fault::site site;
+  backend kind{backend::cpu};
 };
 
 std::string site_name(fault::site s)
@@ -96,9 +116,11 @@ class InjectedFaults : public ::testing::TestWithParam<fault_case> {};
 TEST_P(InjectedFaults, EveryFailurePointGivesATypedErrorOrAFallbackAndReleasesEverything)
 {
   fault_case const c = GetParam();
+  SKIP_WITHOUT(c.kind);
   std::vector<float> const u0 = testing::random_state<float>(grid * grid, testing::fresh_seed());
-  ac::options const o = options_for(c.policy);
-  std::vector<float> const expect = ac::gradient(ac::problem{grid, steps}, u0, options_for(tape_policy::store)).gradient;
+  ac::options const o = options_for(c.policy, c.kind);
+  std::vector<float> const expect =
+    ac::gradient(ac::problem{grid, steps}, u0, options_for(tape_policy::store, c.kind)).gradient;
   std::size_t failures = 0;
   std::size_t fallbacks = 0;
   // Fail the n-th operation at the site for every n until a run completes untouched.
@@ -120,7 +142,7 @@ TEST_P(InjectedFaults, EveryFailurePointGivesATypedErrorOrAFallbackAndReleasesEv
       EXPECT_EQ(e.name(), "tapeflow_injected_copy_fault");
       ++failures;
     }
-    expect_no_bytes_held();
+    expect_no_bytes_held(c.kind);
     ASSERT_LT(n, 10000u);
   }
   EXPECT_GT(failures + fallbacks, 0u) << "no operation at this site ran";
@@ -130,7 +152,7 @@ TEST_P(InjectedFaults, EveryFailurePointGivesATypedErrorOrAFallbackAndReleasesEv
   // The runtime works afterwards.
   ac::gradient_result<float> const after = ac::gradient(ac::problem{grid, steps}, u0, o);
   EXPECT_EQ(std::memcmp(after.gradient.data(), expect.data(), expect.size() * sizeof(float)), 0);
-  expect_no_bytes_held();
+  expect_no_bytes_held(c.kind);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -142,9 +164,17 @@ INSTANTIATE_TEST_SUITE_P(
                     fault_case{tape_policy::offload, fault::site::copy},
                     fault_case{tape_policy::recompute, fault::site::device_allocation},
                     fault_case{tape_policy::recompute, fault::site::copy},
-                    fault_case{tape_policy::automatic, fault::site::host_allocation}),
+                    fault_case{tape_policy::automatic, fault::site::host_allocation},
+                    fault_case{tape_policy::store, fault::site::device_allocation, backend::cuda},
+                    fault_case{tape_policy::store, fault::site::copy, backend::cuda},
+                    fault_case{tape_policy::offload, fault::site::device_allocation, backend::cuda},
+                    fault_case{tape_policy::offload, fault::site::host_allocation, backend::cuda},
+                    fault_case{tape_policy::offload, fault::site::copy, backend::cuda},
+                    fault_case{tape_policy::recompute, fault::site::device_allocation, backend::cuda},
+                    fault_case{tape_policy::recompute, fault::site::copy, backend::cuda}),
   [](auto const& param_info) {
-    return std::string{to_string(param_info.param.policy)} + "_" + site_name(param_info.param.site);
+    return std::string{to_string(param_info.param.kind)} + "_" + std::string{to_string(param_info.param.policy)} +
+           "_" + site_name(param_info.param.site);
   });
 
 TEST(InjectedFaultsFallback, NoHostMemoryAndNoRoomToRecomputeIsATypedError)
@@ -158,6 +188,23 @@ TEST(InjectedFaultsFallback, NoHostMemoryAndNoRoomToRecomputeIsATypedError)
 }
 
 // ---------------------------------------------------------------------------------------------
+TEST(Soak, AThousandGradientsOfEachPolicyOnTheGpuReturnToTheBaseline)
+{
+  SKIP_WITHOUT(backend::cuda);
+  std::vector<float> const u0 = testing::random_state<float>(grid * grid, testing::fresh_seed());
+  for (tape_policy p : every_policy) {
+    ac::options const o = options_for(p, backend::cuda);
+    ac::gradient_result<float> const first = ac::gradient(ac::problem{grid, steps}, u0, o);
+    for (int cycle = 0; cycle < 1000; ++cycle) {
+      ac::gradient_result<float> const r = ac::gradient(ac::problem{grid, steps}, u0, o);
+      ASSERT_EQ(std::memcmp(r.gradient.data(), first.gradient.data(), u0.size() * sizeof(float)), 0) << cycle;
+      ASSERT_EQ(r.chain.peak_tape_bytes, first.chain.peak_tape_bytes) << cycle;
+      ASSERT_EQ(device_memory_usage(backend::cuda).current_bytes, 0u) << cycle;
+      ASSERT_EQ(host_memory_usage(backend::cuda).current_bytes, 0u) << cycle;
+    }
+  }
+}
+
 TEST(Soak, AThousandCyclesOfEachPolicyReturnToTheBaseline)
 {
   std::vector<double> const x0{0.1, -0.2, 0.3, 0.05, -0.4, 0.25, -0.15};

@@ -114,6 +114,19 @@ TEST(AllenCahnCpuReference, EveryTilingGivesTheSameBits)
   }
 }
 
+TEST(AllenCahnCpuReference, CapturedReverseGivesTheSameBits)
+{
+  std::size_t const n = 21;
+  std::vector<float> const u0 = testing::random_state<float>(n * n, testing::fresh_seed());
+  ac::options o = cpu_options();
+  ac::gradient_result<float> const plain = ac::gradient(ac::problem{n, 11}, u0, o);
+  o.capture_reverse = true;
+  ac::gradient_result<float> const replayed = ac::gradient(ac::problem{n, 11}, u0, o);
+  EXPECT_EQ(replayed.chain.program_launches, 1u);
+  EXPECT_EQ(std::memcmp(replayed.gradient.data(), plain.gradient.data(), u0.size() * sizeof(float)), 0);
+  EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
+}
+
 TEST(AllenCahnCpuReference, PrimalMatchesTheForwardOfTheGradientRun)
 {
   std::size_t const n = 20;

@@ -102,6 +102,38 @@ TEST(Chain, BadConfigurationsAreTypedErrors)
   }
 }
 
+TEST(Chain, CapturedReverseReplaysOverAResidentTape)
+{
+  std::vector<double> const x0{0.1, -0.2, 0.3, 0.05, -0.4};
+  chain_options plain;
+  plain.policy = tape_policy::store;
+  chain<toy_step> reference(toy_step{x0.size()}, 9, plain);
+  std::vector<double> const expect = run(reference, x0);
+
+  chain_options o = plain;
+  o.capture_reverse = true;
+  o.poison = true;
+  chain<toy_step> c(toy_step{x0.size()}, 9, o);
+  std::size_t resident = 0;
+  for (int iteration = 0; iteration < 5; ++iteration) {
+    std::vector<double> const g = run(c, x0);
+    EXPECT_EQ(g, expect) << iteration;
+    EXPECT_EQ(c.stats().program_launches, static_cast<std::size_t>(iteration + 1));
+    EXPECT_EQ(c.stats().peak_tape_bytes, c.stats().tape_bytes);
+    EXPECT_EQ(*c.step().reverse_calls, 9u * static_cast<std::size_t>(iteration + 1));
+    // The tape and the adjoints stay allocated between iterations, and nothing else is.
+    std::size_t const held = device_memory_usage(backend::cpu).current_bytes;
+    if (iteration == 0) { resident = held; }
+    EXPECT_EQ(held, resident) << iteration;
+  }
+  EXPECT_GE(resident, c.stats().tape_bytes);
+  EXPECT_FALSE(c.stats().graph_captured);  // the CPU backend replays by running the steps again
+
+  chain_options offload = o;
+  offload.policy = tape_policy::offload;
+  EXPECT_THROW(chain<toy_step>(toy_step{x0.size()}, 9, offload), logic_error);
+}
+
 TEST(Policy, NamesRoundTrip)
 {
   for (tape_policy p : {tape_policy::automatic, tape_policy::store, tape_policy::offload, tape_policy::recompute}) {

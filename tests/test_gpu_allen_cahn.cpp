@@ -98,6 +98,21 @@ TEST_F(GpuAllenCahn, EveryPipelineVariantAgrees)
   }
 }
 
+TEST_F(GpuAllenCahn, CapturedReverseIsACudaGraphWithTheSameBits)
+{
+  std::size_t const n = 64;
+  std::vector<float> const u0 = testing::random_state<float>(n * n, testing::fresh_seed());
+  ac::options o = on(backend::cuda);
+  o.policy = tape_policy::store;
+  ac::gradient_result<float> const plain = ac::gradient(ac::problem{n, 40}, u0, o);
+  o.capture_reverse = true;
+  ac::gradient_result<float> const graph = ac::gradient(ac::problem{n, 40}, u0, o);
+  EXPECT_TRUE(graph.chain.graph_captured);
+  EXPECT_EQ(graph.chain.program_launches, 1u);
+  EXPECT_EQ(std::memcmp(graph.gradient.data(), plain.gradient.data(), u0.size() * sizeof(float)), 0);
+  EXPECT_EQ(device_memory_usage(backend::cuda).current_bytes, 0u);
+}
+
 TEST_F(GpuAllenCahn, RunsAreBitwiseDeterministicAndReleaseTheirMemory)
 {
   std::size_t const n = 300;

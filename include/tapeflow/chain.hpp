@@ -16,6 +16,7 @@
 #include <tapeflow/nvtx.hpp>
 #include <tapeflow/plan.hpp>
 #include <tapeflow/policy.hpp>
+#include <tapeflow/program.hpp>
 #include <tapeflow/record.hpp>
 #include <tapeflow/revolve.hpp>
 #include <tapeflow/stream.hpp>
@@ -49,6 +50,10 @@ struct chain_options {
   bandwidths bw{};
   /// Tile, stage and block overrides; `record_bytes` and `records` are filled in by the chain.
   pipeline_request pipeline{};
+  /// Keep every layer and the adjoint buffers resident across iterations and replay the reverse
+  /// as one captured program (a CUDA Graph on CUDA): many small layers then cost one launch.
+  /// Needs every layer on the device (the plan must resolve to `store`).
+  bool capture_reverse{false};
   /// Synchronise around forward() and reverse() and record wall, stall and recompute times.
   bool measure_time{false};
   /// Fill each buffer the chain hands a step to write with NaN bytes (0xFF) first, so tests can
@@ -77,6 +82,8 @@ struct chain_stats {
   double stall_ms{0};                      ///< compute waiting on the ring or on prefetches
   double recompute_ms{0};                  ///< time of the untaped forward steps
   std::string fallback;                    ///< why the tiers changed at run time (empty: they did not)
+  std::size_t program_launches{0};         ///< capture_reverse: reverses run as one program
+  bool graph_captured{false};              ///< capture_reverse: a device graph was captured
 };
 
 /// Tape bytes one layer of `records` records of `record_bytes` takes.
@@ -118,10 +125,20 @@ class chain {
     require_record<record_type>();
     TAPEFLOW_EXPECTS(step_.state_size() > 0, "a chain's state must hold at least one value");
     stats_ = plan_chain(sizeof(record_type), step_.records_per_step(), steps_, state_bytes(), options_);
+    TAPEFLOW_EXPECTS(!options_.capture_reverse || stats_.policy == tape_policy::store,
+                     "capture_reverse needs every layer on the device (policy store); the plan chose '" +
+                       std::string{to_string(stats_.policy)} + "'");
     if (stats_.policy == tape_policy::recompute) {
       schedule_ = revolve_schedule(steps_, stats_.tiers.snapshots);
     }
   }
+
+  // Steps and captured programs refer to the chain's buffers by address: a chain stays put.
+  chain(chain const&) = delete;
+  chain& operator=(chain const&) = delete;
+  chain(chain&&) = delete;
+  chain& operator=(chain&&) = delete;
+  ~chain() = default;
 
   [[nodiscard]] pipeline_plan const& plan() const noexcept { return stats_.plan; }
   [[nodiscard]] chain_stats const& stats() const noexcept { return stats_; }
@@ -172,7 +189,9 @@ class chain {
     {
       timer t{*this, s, stats_.reverse_ms};
       try {
-        if (stats_.policy == tape_policy::recompute) {
+        if (options_.capture_reverse) {
+          captured_reverse(adjoint, s);
+        } else if (stats_.policy == tape_policy::recompute) {
           recompute_reverse(adjoint, s);
         } else {
           tiered_reverse(adjoint, s);
@@ -193,10 +212,21 @@ class chain {
     device_buffer scratch(options_.kind, state.size(), s);
     std::size_t offloaded = 0;
     if (host_) { host_->begin_forward(s); }
+    if (options_.capture_reverse && arena_.empty()) {
+      // The resident tape: one buffer per layer, allocated once, reused by every iteration.
+      arena_.reserve(steps_);
+      for (std::size_t t = 0; t < steps_; ++t) { arena_.emplace_back(options_.kind, stats_.layer_bytes, s); }
+      for (device_buffer& a : adjoints_) { a = device_buffer(options_.kind, state.size(), s); }
+    }
+    if (options_.capture_reverse) { peak_ = steps_ * stats_.layer_bytes; }
     for (std::size_t t = 0; t < steps_; ++t) {
       TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
       poison(scratch, s);
-      if (stats_.tiers.tiers[t] == tier::host) {
+      if (options_.capture_reverse) {
+        if (options_.poison) { arena_[t].fill(0xFF, s); }
+        step_.augmented_forward(t, state.data_as<value_type>(), scratch.data_as<value_type>(),
+                                tape_writer<record_type>{arena_[t].data_as<record_type>(), stats_.plan.layout()}, s);
+      } else if (stats_.tiers.tiers[t] == tier::host) {
         auto* slot = static_cast<record_type*>(host_->begin_write(offloaded, s));
         track_peak();
         if (options_.poison) { host_->fill_slot(offloaded, 0xFF, s); }
@@ -242,6 +272,29 @@ class chain {
       host_->end_reverse(s);
       stats_.prefetches = host_->prefetches();
     }
+  }
+
+  // ---- the resident tape, reversed by a captured program ------------------------------------
+  void captured_reverse(device_buffer& adjoint, stream_view s)
+  {
+    if (!program_) {
+      program_ = std::make_unique<captured_program>(options_.kind, [this](stream_view ps) {
+        for (std::size_t t = steps_; t-- > 0;) {
+          std::size_t const in = (steps_ - 1 - t) % 2;
+          device_buffer& out = adjoints_[1 - in];
+          if (options_.poison) { out.fill(0xFF, ps); }
+          step_.reverse(t, tape_reader<record_type>{arena_[t].template data_as<record_type>(), stats_.plan.layout()},
+                        stats_.plan, adjoints_[in].template data_as<value_type>(), out.template data_as<value_type>(),
+                        ps);
+        }
+      });
+    }
+    adjoints_[0].copy_from(adjoint, s);
+    program_->launch(s);
+    adjoint.copy_from(adjoints_[steps_ % 2], s);
+    stats_.program_launches = program_->launches();
+    stats_.graph_captured = program_->captured();
+    report(chain_phase::reverse, steps_);
   }
 
   // ---- recompute tier (Revolve) ------------------------------------------------------------
@@ -452,6 +505,10 @@ class chain {
   std::optional<device_buffer> work_;
   std::optional<device_buffer> scratch_;
   std::vector<device_buffer> snapshots_;
+  // capture_reverse: the resident tape and adjoints, and the program that reverses them
+  std::vector<device_buffer> arena_;
+  device_buffer adjoints_[2];
+  std::unique_ptr<captured_program> program_;
   // timing marks (measure_time)
   std::vector<std::unique_ptr<event>> marks_;
   std::vector<std::pair<event*, event*>> recompute_events_;

@@ -35,6 +35,8 @@ struct options {
   /// gradient() and primal() return host vectors, so they wait for it before returning.
   stream_view stream{};
   bool measure_time{true};
+  /// Keep the tape resident and replay the reverse as one captured program (store policy only).
+  bool capture_reverse{false};
   /// Fill every buffer the chain writes with NaN before it is written (tests: every element is
   /// written exactly where it should be).
   bool poison{false};

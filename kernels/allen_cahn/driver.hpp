@@ -32,6 +32,7 @@ inline chain_options chain_options_of(options const& o)
   c.bw = o.bw;
   c.pipeline = o.pipeline;
   c.measure_time = o.measure_time;
+  c.capture_reverse = o.capture_reverse;
   c.poison = o.poison;
   c.progress = o.progress;
   return c;

@@ -41,6 +41,13 @@ struct backend_ops {
   void (*synchronize_event)(void* event);
   /// Milliseconds between two completed events.
   float (*elapsed_ms)(void* start, void* stop);
+
+  /// Stream capture into a replayable graph; null where the backend has none (the CPU backend
+  /// replays by running the recorded work again).
+  void (*capture_begin)(stream_view stream);
+  void* (*capture_end)(stream_view stream);  ///< returns an instantiated graph
+  void (*graph_launch)(void* graph, stream_view stream);
+  void (*graph_destroy)(void* graph) noexcept;
 };
 
 /// The table of a compiled backend, or nullptr when this build lacks it.

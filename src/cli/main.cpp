@@ -69,6 +69,7 @@ std::vector<flag_spec> const run_flags{
   {"json", "STATS.json", "write the run's statistics as JSON", false},
   {"tile-records", "K", "records per tile (default: planned)", false},
   {"stages", "S", "pipeline stages, 2..8 (default: planned)", false},
+  {"capture-reverse", "", "keep the tape resident and replay the reverse as one graph (store policy)", false},
   {"no-progress", "", "never draw the progress bar", false},
   {"help", "", "show this help", false},
 };
@@ -279,6 +280,7 @@ ac::options parse_options(parsed_args const& args)
   if (args.has("stages") && (stages < 2 || stages > 8)) { throw usage_error("--stages must be between 2 and 8"); }
   o.pipeline.stages = static_cast<int>(stages);
   if (args.has("tile-records") && o.pipeline.tile_records == 0) { throw usage_error("--tile-records must be at least 1"); }
+  o.capture_reverse = args.has("capture-reverse");
   if (!backend_available(o.kind)) { TAPEFLOW_FAIL(unavailable_error, backend_unavailable_reason(o.kind)); }
   return o;
 }

@@ -137,7 +137,8 @@ backend_ops const& cpu_backend_ops() noexcept
                                  cpu_create_stream,  cpu_destroy_stream,  cpu_allocate_host,
                                  cpu_deallocate_host, cpu_create_event,   cpu_destroy_event,
                                  cpu_record_event,   cpu_wait_event,      cpu_synchronize_event,
-                                 cpu_elapsed_ms};
+                                 cpu_elapsed_ms,     nullptr,             nullptr,
+                                 nullptr,            nullptr};
   return table;
 }
 

@@ -182,6 +182,32 @@ float cuda_elapsed_ms(void* start, void* stop)
   return ms;
 }
 
+void cuda_capture_begin(stream_view stream)
+{
+  TAPEFLOW_CUDA_TRY(cudaStreamBeginCapture(to_native(stream), cudaStreamCaptureModeThreadLocal));
+}
+
+void* cuda_capture_end(stream_view stream)
+{
+  cudaGraph_t graph = nullptr;
+  TAPEFLOW_CUDA_TRY(cudaStreamEndCapture(to_native(stream), &graph));
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t const status = cudaGraphInstantiate(&exec, graph, 0);
+  TAPEFLOW_ASSERT_CUDA_SUCCESS(cudaGraphDestroy(graph));
+  TAPEFLOW_CUDA_TRY(status);
+  return exec;
+}
+
+void cuda_graph_launch(void* graph, stream_view stream)
+{
+  TAPEFLOW_CUDA_TRY(cudaGraphLaunch(static_cast<cudaGraphExec_t>(graph), to_native(stream)));
+}
+
+void cuda_graph_destroy(void* graph) noexcept
+{
+  TAPEFLOW_ASSERT_CUDA_SUCCESS(cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph)));
+}
+
 }  // namespace
 
 backend_ops const& cuda_backend_ops() noexcept
@@ -192,7 +218,8 @@ backend_ops const& cuda_backend_ops() noexcept
                                  cuda_create_stream,   cuda_destroy_stream,  cuda_allocate_host,
                                  cuda_deallocate_host, cuda_create_event,    cuda_destroy_event,
                                  cuda_record_event,    cuda_wait_event,      cuda_synchronize_event,
-                                 cuda_elapsed_ms};
+                                 cuda_elapsed_ms,      cuda_capture_begin,   cuda_capture_end,
+                                 cuda_graph_launch,    cuda_graph_destroy};
   return table;
 }
 

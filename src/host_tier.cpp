@@ -8,7 +8,7 @@ namespace tapeflow::detail {
 host_tier::host_tier(backend kind, std::size_t layer_bytes, std::size_t layers, std::size_t slots,
                      std::size_t distance, bool measure_stalls)
   : kind_(kind), layer_bytes_(layer_bytes), layers_(layers), slots_(slots), distance_(distance),
-    measure_(measure_stalls), offloaded_(kind), d2h_(kind), h2d_(kind)
+    measure_(measure_stalls), offloaded_(kind), reads_done_(kind), copies_done_(kind), d2h_(kind), h2d_(kind)
 {
   TAPEFLOW_EXPECTS(layer_bytes > 0 && layers > 0, "the host tier needs at least one layer");
   TAPEFLOW_EXPECTS(slots >= 1 && distance < slots, "the host tier's prefetch distance must be below its ring size");
@@ -118,17 +118,22 @@ double host_tier::collect(std::vector<event>& marks) const
 
 void host_tier::end_reverse(stream_view compute)
 {
-  // The copy streams are done once the last reads were (each read waited for its prefetch); the
-  // forward's D2H copies were all waited for by the prefetches that reused their slots, or are
-  // waited for here before the ring goes.
-  d2h_.synchronize();
-  h2d_.synchronize();
+  // Every prefetch was waited for by a read, and every D2H copy by the prefetches (offloaded_).
+  // The ring is freed on the stream it was allocated on, ordered after the last read and both
+  // copy streams by events: the host does not wait (unless stalls are being measured).
+  stream_view const owner = ring_.front().stream();
+  reads_done_.record(compute);
+  reads_done_.wait(owner);
+  copies_done_.record(h2d_.view());
+  copies_done_.wait(owner);
+  offloaded_.record(d2h_.view());
+  offloaded_.wait(owner);
   if (measure_) {
     tapeflow::synchronize(kind_, compute);
     forward_stall_ms_ = collect(forward_marks_);
     reverse_stall_ms_ = collect(reverse_marks_);
   }
-  ring_.clear();  // stream-ordered frees on the compute stream
+  ring_.clear();
 }
 
 void host_tier::abandon() noexcept

@@ -46,7 +46,7 @@ class host_tier {
   [[nodiscard]] void const* begin_read(std::size_t i, stream_view compute);
   /// Releases layer `i`'s slot to the next prefetch.
   void end_read(std::size_t i, stream_view compute);
-  /// Frees the ring once everything queued has finished.
+  /// Frees the ring, stream-ordered after the last read and both copy streams (no host wait).
   void end_reverse(stream_view compute);
 
   /// After a failure: waits for the copy streams and frees the ring. Never throws.
@@ -77,6 +77,8 @@ class host_tier {
   std::vector<pinned_buffer> host_;
   std::vector<device_buffer> ring_;
   event offloaded_;                // every D2H copy of the forward has landed
+  event reads_done_;               // the reverse read its last layer
+  event copies_done_;              // the last prefetch has landed
   std::vector<event> slot_free_;   // the slot's previous content is no longer needed
   std::vector<event> slot_ready_;  // the slot holds the layer the compute stream wants
   std::vector<event> written_;     // the compute stream finished writing the slot

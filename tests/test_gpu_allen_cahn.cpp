@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Allen–Cahn on CUDA against the CPU reference backend and the independent implementation.
-// Skipped (with the reason) when no CUDA device is present.
+// Allen–Cahn on the GPU (CUDA, or HIP in a HIP build) against the CPU reference backend and the independent implementation.
+// Skipped (with the reason) when no device is present.
+#include "gpu_backend.hpp"
 #include "reference.hpp"
 
 #include <allen_cahn/allen_cahn.hpp>
@@ -22,8 +23,8 @@ class GpuAllenCahn : public ::testing::Test {
  protected:
   void SetUp() override
   {
-    if (!backend_available(backend::cuda)) {
-      GTEST_SKIP() << "GPU test skipped: " << backend_unavailable_reason(backend::cuda);
+    if (!backend_available(testing::gpu)) {
+      GTEST_SKIP() << "GPU test skipped: " << backend_unavailable_reason(testing::gpu);
     }
   }
   static ac::options on(backend kind)
@@ -50,7 +51,7 @@ TEST_F(GpuAllenCahn, F32GradientMatchesTheCpuReference)
     std::uint64_t const seed = testing::fresh_seed();
     SCOPED_TRACE("n " + std::to_string(n) + ", seed " + std::to_string(seed));
     std::vector<float> const u0 = testing::random_state<float>(n * n, seed);
-    ac::gradient_result<float> const gpu = ac::gradient(ac::problem{n, steps}, u0, on(backend::cuda));
+    ac::gradient_result<float> const gpu = ac::gradient(ac::problem{n, steps}, u0, on(testing::gpu));
     ac::gradient_result<float> const cpu = ac::gradient(ac::problem{n, steps}, u0, on(backend::cpu));
     ASSERT_TRUE(all_finite(gpu.gradient)) << "an element was never written";
     EXPECT_LT(testing::relative_error(gpu.gradient, cpu.gradient), 1e-4);
@@ -64,7 +65,7 @@ TEST_F(GpuAllenCahn, F64GradientMatchesTheIndependentImplementation)
     std::uint64_t const seed = testing::fresh_seed();
     SCOPED_TRACE("n " + std::to_string(n) + ", seed " + std::to_string(seed));
     std::vector<double> const u0 = testing::random_state<double>(n * n, seed);
-    ac::gradient_result<double> const gpu = ac::gradient(ac::problem{n, steps}, u0, on(backend::cuda));
+    ac::gradient_result<double> const gpu = ac::gradient(ac::problem{n, steps}, u0, on(testing::gpu));
     ASSERT_TRUE(all_finite(gpu.gradient));
     EXPECT_LT(testing::relative_error(gpu.gradient, testing::reference_gradient(testing::widen(u0), {n, steps})),
               1e-10);
@@ -76,7 +77,7 @@ TEST_F(GpuAllenCahn, EveryPipelineVariantAgrees)
   std::size_t const n = 211;
   std::size_t const steps = 6;
   std::vector<float> const u0 = testing::random_state<float>(n * n, testing::fresh_seed());
-  ac::gradient_result<float> const base = ac::gradient(ac::problem{n, steps}, u0, on(backend::cuda));
+  ac::gradient_result<float> const base = ac::gradient(ac::problem{n, steps}, u0, on(testing::gpu));
   struct variant {
     std::size_t tile;
     int stages;
@@ -85,7 +86,9 @@ TEST_F(GpuAllenCahn, EveryPipelineVariantAgrees)
   };
   for (variant v : {variant{1, 2, 32, false}, variant{37, 3, 64, false}, variant{512, 8, 256, false},
                     variant{100, 5, 128, false}, variant{0, 0, 0, true}, variant{77, 2, 96, true}}) {
-    ac::options o = on(backend::cuda);
+    device_limits const limits = query_device_limits(testing::gpu);
+    if ((!limits.async_copy && !v.plain) || (v.threads % limits.warp_size) != 0) { continue; }  // not on this device
+    ac::options o = on(testing::gpu);
     o.pipeline.tile_records = v.tile;
     o.pipeline.stages = v.stages;
     o.pipeline.block_threads = v.threads;
@@ -102,7 +105,7 @@ TEST_F(GpuAllenCahn, CapturedReverseIsACudaGraphWithTheSameBits)
 {
   std::size_t const n = 64;
   std::vector<float> const u0 = testing::random_state<float>(n * n, testing::fresh_seed());
-  ac::options o = on(backend::cuda);
+  ac::options o = on(testing::gpu);
   o.policy = tape_policy::store;
   ac::gradient_result<float> const plain = ac::gradient(ac::problem{n, 40}, u0, o);
   o.capture_reverse = true;
@@ -110,36 +113,36 @@ TEST_F(GpuAllenCahn, CapturedReverseIsACudaGraphWithTheSameBits)
   EXPECT_TRUE(graph.chain.graph_captured);
   EXPECT_EQ(graph.chain.program_launches, 1u);
   EXPECT_EQ(std::memcmp(graph.gradient.data(), plain.gradient.data(), u0.size() * sizeof(float)), 0);
-  EXPECT_EQ(device_memory_usage(backend::cuda).current_bytes, 0u);
+  EXPECT_EQ(device_memory_usage(testing::gpu).current_bytes, 0u);
 }
 
 TEST_F(GpuAllenCahn, RunsAreBitwiseDeterministicAndReleaseTheirMemory)
 {
   std::size_t const n = 300;
   std::vector<float> const u0 = testing::random_state<float>(n * n, testing::fresh_seed());
-  std::size_t const baseline = device_memory_usage(backend::cuda).current_bytes;
-  ac::gradient_result<float> const first = ac::gradient(ac::problem{n, 10}, u0, on(backend::cuda));
+  std::size_t const baseline = device_memory_usage(testing::gpu).current_bytes;
+  ac::gradient_result<float> const first = ac::gradient(ac::problem{n, 10}, u0, on(testing::gpu));
   for (int i = 0; i < 3; ++i) {
-    ac::gradient_result<float> const again = ac::gradient(ac::problem{n, 10}, u0, on(backend::cuda));
+    ac::gradient_result<float> const again = ac::gradient(ac::problem{n, 10}, u0, on(testing::gpu));
     EXPECT_EQ(std::memcmp(again.gradient.data(), first.gradient.data(), first.gradient.size() * sizeof(float)), 0);
   }
-  EXPECT_EQ(device_memory_usage(backend::cuda).current_bytes, baseline);
+  EXPECT_EQ(device_memory_usage(testing::gpu).current_bytes, baseline);
   EXPECT_GE(first.peak_device_bytes, first.chain.tape_bytes);
 }
 
 TEST_F(GpuAllenCahn, BadInputIsATypedErrorAndLeavesTheRuntimeUsable)
 {
   std::vector<float> const u0 = testing::random_state<float>(64, testing::fresh_seed());
-  ac::options budget = on(backend::cuda);
+  ac::options budget = on(testing::gpu);
   budget.budget_bytes = 100;
   EXPECT_THROW(static_cast<void>(ac::gradient(ac::problem{8, 5}, u0, budget)), budget_error);
-  EXPECT_THROW(static_cast<void>(ac::gradient(ac::problem{9, 5}, u0, on(backend::cuda))), logic_error);
-  ac::options too_big = on(backend::cuda);
+  EXPECT_THROW(static_cast<void>(ac::gradient(ac::problem{9, 5}, u0, on(testing::gpu))), logic_error);
+  ac::options too_big = on(testing::gpu);
   too_big.pipeline.tile_records = 1 << 20;
   too_big.pipeline.stages = 4;
   EXPECT_THROW(static_cast<void>(ac::gradient(ac::problem{8, 5}, u0, too_big)), logic_error);
-  EXPECT_EQ(device_memory_usage(backend::cuda).current_bytes, 0u);
-  EXPECT_NO_THROW(static_cast<void>(ac::gradient(ac::problem{8, 5}, u0, on(backend::cuda))));
+  EXPECT_EQ(device_memory_usage(testing::gpu).current_bytes, 0u);
+  EXPECT_NO_THROW(static_cast<void>(ac::gradient(ac::problem{8, 5}, u0, on(testing::gpu))));
 }
 
 }  // namespace

@@ -34,7 +34,9 @@ gradient_result<T> gradient(problem const& p, std::vector<T> const& u0, options 
   switch (o.kind) {
     case backend::cpu: return detail::gradient_cpu(p, u0, o);
 #if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::gradient_cuda(p, u0, o);
+    case backend::cuda: return detail::gradient_gpu(p, u0, o);
+#elif defined(TAPEFLOW_HAS_HIP)
+    case backend::hip: return detail::gradient_gpu(p, u0, o);
 #endif
     default: no_backend(o.kind);
   }
@@ -54,7 +56,9 @@ std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const&
   switch (o.kind) {
     case backend::cpu: return detail::primal_cpu(p, u0, o);
 #if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::primal_cuda(p, u0, o);
+    case backend::cuda: return detail::primal_gpu(p, u0, o);
+#elif defined(TAPEFLOW_HAS_HIP)
+    case backend::hip: return detail::primal_gpu(p, u0, o);
 #endif
     default: no_backend(o.kind);
   }

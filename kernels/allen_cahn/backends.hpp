@@ -11,11 +11,12 @@ gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& u0, opti
 template <class T>
 std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options const& o);
 
-#if defined(TAPEFLOW_HAS_CUDA)
+#if defined(TAPEFLOW_HAS_CUDA) || defined(TAPEFLOW_HAS_HIP)
+/// The GPU backend of this build (CUDA or HIP): cuda.cu, compiled for one or the other.
 template <class T>
-gradient_result<T> gradient_cuda(problem const& p, std::vector<T> const& u0, options const& o);
+gradient_result<T> gradient_gpu(problem const& p, std::vector<T> const& u0, options const& o);
 template <class T>
-std::vector<T> primal_cuda(problem const& p, std::vector<T> const& u0, options const& o);
+std::vector<T> primal_gpu(problem const& p, std::vector<T> const& u0, options const& o);
 #endif
 
 }  // namespace tapeflow::workloads::allen_cahn::detail

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Allen–Cahn's CUDA kernels and chain step: the primal and augmented forward write coalesced
+// Allen–Cahn's GPU kernels and chain step (CUDA, or HIP through the platform header): the primal and augmented forward write coalesced
 // 16-byte records; the reverse reads the tape only through the staged tile pipeline. Shared by
 // the workload (cuda.cu) and the benchmark driver.
 #pragma once
@@ -12,8 +12,12 @@
 #include <tapeflow/device/tile_pipeline.cuh>
 #include <tapeflow/memory.hpp>
 
+#if defined(TAPEFLOW_PLATFORM_HIP)
+#include <rocprim/rocprim.hpp>
+#else
 #include <cub/device/device_reduce.cuh>
 #include <cuda/std/functional>
+#endif
 
 namespace tapeflow::workloads::allen_cahn::detail {
 
@@ -23,8 +27,8 @@ template <class T>
 __global__ void primal_kernel(T const* __restrict__ in, T* __restrict__ out, std::size_t n, coefficients<T> k)
 {
   std::size_t const cells = n * n;
-  for (std::size_t cell = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; cell < cells;
-       cell += std::size_t{gridDim.x} * blockDim.x) {
+  for (std::size_t cell = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; cell < cells;
+       cell += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     out[cell] = step_at(in, n, cell, k);
   }
 }
@@ -33,8 +37,8 @@ template <class T>
 __global__ void augmented_forward_kernel(T const* __restrict__ in, T* __restrict__ out,
                                          tape_writer<record<T>> tape, std::size_t n, coefficients<T> k)
 {
-  for (std::size_t r = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; r < tape.size();
-       r += std::size_t{gridDim.x} * blockDim.x) {
+  for (std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; r < tape.size();
+       r += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     tape.write(r, forward_region(in, out, n, r, k));
   }
 }
@@ -101,19 +105,28 @@ struct cuda_step {
   }
 };
 
+/// L = 0.5 * sum(u^2) on the device: CUB on CUDA, rocPRIM on HIP.
 template <class T>
 T cuda_loss(device_buffer const& state, stream_view s)
 {
   std::size_t const count = state.size() / sizeof(T);
-  device_buffer out(backend::cuda, sizeof(T), s);
+  device_buffer out(gpu_backend, sizeof(T), s);
   std::size_t temp_bytes = 0;
-  TAPEFLOW_CUDA_TRY(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, state.data_as<T>(), out.data_as<T>(),
-                                                       count, cuda::std::plus<T>{}, half_square<T>{}, T(0),
-                                                       to_native(s)));
-  device_buffer temp(backend::cuda, temp_bytes == 0 ? 1 : temp_bytes, s);
-  TAPEFLOW_CUDA_TRY(cub::DeviceReduce::TransformReduce(temp.data(), temp_bytes, state.data_as<T>(),
-                                                       out.data_as<T>(), count, cuda::std::plus<T>{},
-                                                       half_square<T>{}, T(0), to_native(s)));
+#if defined(TAPEFLOW_PLATFORM_HIP)
+  auto const squares = rocprim::make_transform_iterator(state.data_as<T>(), half_square<T>{});
+  auto reduce = [&](void* temp) {
+    return rocprim::reduce(temp, temp_bytes, squares, out.data_as<T>(), T(0), count, rocprim::plus<T>{},
+                           to_native(s));
+  };
+#else
+  auto reduce = [&](void* temp) {
+    return cub::DeviceReduce::TransformReduce(temp, temp_bytes, state.data_as<T>(), out.data_as<T>(), count,
+                                              cuda::std::plus<T>{}, half_square<T>{}, T(0), to_native(s));
+  };
+#endif
+  TAPEFLOW_CUDA_TRY(reduce(nullptr));
+  device_buffer temp(gpu_backend, temp_bytes == 0 ? 1 : temp_bytes, s);
+  TAPEFLOW_CUDA_TRY(reduce(temp.data()));
   T loss{};
   out.download(&loss, sizeof(T), s);
   return loss;

@@ -59,5 +59,8 @@ backend_ops const& cpu_backend_ops() noexcept;
 #if defined(TAPEFLOW_HAS_CUDA)
 backend_ops const& cuda_backend_ops() noexcept;
 #endif
+#if defined(TAPEFLOW_HAS_HIP)
+backend_ops const& hip_backend_ops() noexcept;
+#endif
 
 }  // namespace tapeflow::detail

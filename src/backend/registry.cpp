@@ -16,6 +16,9 @@ backend_ops const* find_ops(backend kind) noexcept
 #if defined(TAPEFLOW_HAS_CUDA)
     case backend::cuda: return &cuda_backend_ops();
 #endif
+#if defined(TAPEFLOW_HAS_HIP)
+    case backend::hip: return &hip_backend_ops();
+#endif
     default: return nullptr;
   }
 }

@@ -29,6 +29,9 @@ void with_tile_pipeline(pipeline_plan const& plan, F&& f)
     f(std::integral_constant<int, 0>{});
     return;
   }
+#if !defined(TAPEFLOW_HAS_ASYNC_PIPELINE)
+  TAPEFLOW_FAIL(logic_error, "this platform has no asynchronous copy pipeline; plan with force_plain");
+#else
   switch (plan.stages) {
     case 2: f(std::integral_constant<int, 2>{}); return;
     case 3: f(std::integral_constant<int, 3>{}); return;
@@ -40,6 +43,7 @@ void with_tile_pipeline(pipeline_plan const& plan, F&& f)
     default:
       TAPEFLOW_FAIL(logic_error, "pipeline stages must be between 2 and 8, got " + std::to_string(plan.stages));
   }
+#endif
 }
 
 /// Blocks of `threads` covering `items` work items in a grid-stride loop on `limits`' device.

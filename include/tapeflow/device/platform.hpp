@@ -1,12 +1,99 @@
 // SPDX-License-Identifier: Apache-2.0
-// The one platform header of the device side: includes the CUDA runtime and defines the checked
-// call macros every CUDA call and launch in tapeflow goes through.
+// The one platform header of the device side. Device code and the GPU backend are written against
+// the CUDA runtime's names; on AMD (hipcc, __HIP_PLATFORM_AMD__ or TAPEFLOW_HIP) this header maps
+// each name tapeflow uses to its HIP twin, so the same sources build for both. It also defines the
+// checked-call macros every CUDA/HIP call and launch in tapeflow goes through.
 #pragma once
 
+#include <tapeflow/backend.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/stream.hpp>
 
+#if defined(__HIP_PLATFORM_AMD__) || defined(TAPEFLOW_HIP)
+#include <hip/hip_runtime.h>
+
+#define TAPEFLOW_PLATFORM_HIP 1
+
+#define cudaDeviceAttr hipDeviceAttribute_t
+#define cudaDeviceGetAttribute hipDeviceGetAttribute
+#define cudaDeviceProp hipDeviceProp_t
+#define cudaDevAttrComputeCapabilityMajor hipDeviceAttributeComputeCapabilityMajor
+#define cudaDevAttrComputeCapabilityMinor hipDeviceAttributeComputeCapabilityMinor
+#define cudaDevAttrMaxSharedMemoryPerBlock hipDeviceAttributeMaxSharedMemoryPerBlock
+#define cudaDevAttrMaxSharedMemoryPerMultiprocessor hipDeviceAttributeMaxSharedMemoryPerMultiprocessor
+#define cudaDevAttrMaxThreadsPerBlock hipDeviceAttributeMaxThreadsPerBlock
+#define cudaDevAttrMaxThreadsPerMultiProcessor hipDeviceAttributeMaxThreadsPerMultiProcessor
+#define cudaDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
+#define cudaDevAttrWarpSize hipDeviceAttributeWarpSize
+#define cudaDriverGetVersion hipDriverGetVersion
+#define cudaError_t hipError_t
+#define cudaErrorMemoryAllocation hipErrorOutOfMemory
+#define cudaEventCreate hipEventCreate
+#define cudaEventDestroy hipEventDestroy
+#define cudaEventElapsedTime hipEventElapsedTime
+#define cudaEventRecord hipEventRecord
+#define cudaEventSynchronize hipEventSynchronize
+#define cudaEvent_t hipEvent_t
+#define cudaFreeAsync hipFreeAsync
+#define cudaFreeHost hipHostFree
+#define cudaGetDeviceCount hipGetDeviceCount
+#define cudaGetDeviceProperties hipGetDeviceProperties
+#define cudaGetErrorName hipGetErrorName
+#define cudaGetErrorString hipGetErrorString
+#define cudaGetLastError hipGetLastError
+#define cudaGraphDestroy hipGraphDestroy
+#define cudaGraphExecDestroy hipGraphExecDestroy
+#define cudaGraphExec_t hipGraphExec_t
+#define cudaGraphLaunch hipGraphLaunch
+#define cudaGraph_t hipGraph_t
+#define cudaMallocAsync hipMallocAsync
+#define cudaMallocHost(ptr, bytes) hipHostMalloc((ptr), (bytes), hipHostMallocDefault)
+#define cudaMemGetInfo hipMemGetInfo
+#define cudaMemcpy hipMemcpy
+#define cudaMemcpyAsync hipMemcpyAsync
+#define cudaMemcpyDefault hipMemcpyDefault
+#define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define cudaMemcpyHostToDevice hipMemcpyHostToDevice
+#define cudaMemcpyKind hipMemcpyKind
+#define cudaMemsetAsync hipMemsetAsync
+#define cudaStreamBeginCapture hipStreamBeginCapture
+#define cudaStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#define cudaStreamCreateWithFlags hipStreamCreateWithFlags
+#define cudaStreamDestroy hipStreamDestroy
+#define cudaStreamEndCapture hipStreamEndCapture
+#define cudaStreamNonBlocking hipStreamNonBlocking
+#define cudaStreamSynchronize hipStreamSynchronize
+#define cudaStreamWaitEvent hipStreamWaitEvent
+#define cudaStream_t hipStream_t
+#define cudaSuccess hipSuccess
+
+namespace tapeflow::detail {
+/// cudaGraphInstantiate's three-argument form (HIP 5 keeps CUDA 10's five).
+inline hipError_t graph_instantiate(hipGraphExec_t* exec, hipGraph_t graph)
+{
+  return hipGraphInstantiate(exec, graph, nullptr, nullptr, 0);
+}
+}  // namespace tapeflow::detail
+#else
 #include <cuda_runtime.h>
+
+namespace tapeflow::detail {
+inline cudaError_t graph_instantiate(cudaGraphExec_t* exec, cudaGraph_t graph)
+{
+  return cudaGraphInstantiate(exec, graph, 0);
+}
+}  // namespace tapeflow::detail
+#endif
+
+namespace tapeflow {
+/// The backend this translation unit's device code runs on.
+#if defined(TAPEFLOW_PLATFORM_HIP)
+inline constexpr backend gpu_backend = backend::hip;
+#else
+inline constexpr backend gpu_backend = backend::cuda;
+#endif
+}  // namespace tapeflow
 
 #include <cstdio>
 #include <string>

@@ -13,11 +13,15 @@
 // called by every thread of the block with the tile's records in shared memory.
 #pragma once
 
+#include <tapeflow/device/platform.hpp>
 #include <tapeflow/device/views.hpp>
 #include <tapeflow/plan.hpp>
 
+#if !defined(TAPEFLOW_PLATFORM_HIP)
 #include <cooperative_groups.h>
 #include <cuda/pipeline>
+#define TAPEFLOW_HAS_ASYNC_PIPELINE 1
+#endif
 
 #include <cstddef>
 #include <cstdint>
@@ -49,6 +53,10 @@ __device__ R* staging_slots() noexcept
   return reinterpret_cast<R*>(tapeflow_staging);
 }
 
+template <class R, int Stages>
+struct tile_pipeline;
+
+#if defined(TAPEFLOW_HAS_ASYNC_PIPELINE)
 template <class R, int Stages>
 struct tile_pipeline {
   static_assert(Stages >= 2 && Stages <= max_pipeline_stages, "a tile pipeline needs 2..8 stages");
@@ -96,6 +104,8 @@ struct tile_pipeline {
     }
   }
 };
+
+#endif  // TAPEFLOW_HAS_ASYNC_PIPELINE
 
 template <class R>
 struct tile_pipeline<R, 0> {

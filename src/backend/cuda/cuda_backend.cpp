@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA backend's host side: stream-ordered device memory, copies, streams and device limits.
-// Plain C++ against the CUDA runtime; kernels live with their workloads (kernels/).
+// The GPU backend's host side: stream-ordered device memory, copies, streams, events, graphs and
+// device limits. Written against the CUDA runtime; compiled as the HIP backend through the
+// platform header when the build targets AMD. Kernels live with their workloads (kernels/).
 #include "backend/backend_ops.hpp"
 
 #include <tapeflow/device/platform.hpp>
@@ -11,6 +12,12 @@
 
 namespace tapeflow::detail {
 namespace {
+
+#if defined(TAPEFLOW_PLATFORM_HIP)
+constexpr char const* platform_name = "HIP";
+#else
+constexpr char const* platform_name = "CUDA";
+#endif
 
 struct device_census {
   int count{0};
@@ -25,10 +32,10 @@ device_census const& census() noexcept
     if (status != cudaSuccess) {
       static_cast<void>(cudaGetLastError());
       c.count = 0;
-      c.reason = std::string{"no CUDA device: cudaGetDeviceCount returned "} + cudaGetErrorName(status) +
-                 " (" + cudaGetErrorString(status) + ")";
+      c.reason = std::string{"no "} + platform_name + " device: device count query returned " +
+                 cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")";
     } else if (c.count == 0) {
-      c.reason = "no CUDA device: the driver reports 0 devices";
+      c.reason = std::string{"no "} + platform_name + " device: the driver reports 0 devices";
     }
     return c;
   }();
@@ -49,7 +56,7 @@ device_limits read_limits(int ordinal)
   cudaDeviceProp props{};
   TAPEFLOW_CUDA_TRY(cudaGetDeviceProperties(&props, ordinal));
   device_limits limits;
-  limits.kind = backend::cuda;
+  limits.kind = gpu_backend;
   limits.ordinal = ordinal;
   limits.name = props.name;
   limits.multiprocessors = attribute(cudaDevAttrMultiProcessorCount);
@@ -62,8 +69,13 @@ device_limits read_limits(int ordinal)
   limits.global_mem_bytes = props.totalGlobalMem;
   limits.compute_capability =
     attribute(cudaDevAttrComputeCapabilityMajor) * 10 + attribute(cudaDevAttrComputeCapabilityMinor);
+#if defined(TAPEFLOW_PLATFORM_HIP)
+  limits.async_copy = false;  // no hardware async copy: register double-buffering
+  limits.bulk_copy = false;
+#else
   limits.async_copy = limits.compute_capability >= 80;
   limits.bulk_copy = limits.compute_capability >= 90;
+#endif
   return limits;
 }
 
@@ -87,7 +99,7 @@ void* cuda_allocate(std::size_t bytes, stream_view stream)
   if (status == cudaErrorMemoryAllocation) {
     static_cast<void>(cudaGetLastError());
     TAPEFLOW_FAIL_BYTES(out_of_memory,
-                  "CUDA device allocation of " + std::to_string(bytes) + " bytes failed (cudaErrorMemoryAllocation)",
+                  std::string{platform_name} + " device allocation of " + std::to_string(bytes) + " bytes failed (out of memory)",
                   bytes);
   }
   TAPEFLOW_CUDA_TRY(status);
@@ -142,7 +154,7 @@ void* cuda_allocate_host(std::size_t bytes)
   if (status == cudaErrorMemoryAllocation) {
     static_cast<void>(cudaGetLastError());
     TAPEFLOW_FAIL_BYTES(out_of_memory,
-                        "pinned host allocation of " + std::to_string(bytes) + " bytes failed (cudaErrorMemoryAllocation)",
+                        "pinned host allocation of " + std::to_string(bytes) + " bytes failed (out of memory)",
                         bytes);
   }
   TAPEFLOW_CUDA_TRY(status);
@@ -192,7 +204,7 @@ void* cuda_capture_end(stream_view stream)
   cudaGraph_t graph = nullptr;
   TAPEFLOW_CUDA_TRY(cudaStreamEndCapture(to_native(stream), &graph));
   cudaGraphExec_t exec = nullptr;
-  cudaError_t const status = cudaGraphInstantiate(&exec, graph, 0);
+  cudaError_t const status = graph_instantiate(&exec, graph);
   TAPEFLOW_ASSERT_CUDA_SUCCESS(cudaGraphDestroy(graph));
   TAPEFLOW_CUDA_TRY(status);
   return exec;
@@ -210,9 +222,13 @@ void cuda_graph_destroy(void* graph) noexcept
 
 }  // namespace
 
+#if defined(TAPEFLOW_PLATFORM_HIP)
+backend_ops const& hip_backend_ops() noexcept
+#else
 backend_ops const& cuda_backend_ops() noexcept
+#endif
 {
-  static backend_ops const table{backend::cuda,        cuda_device_count,    cuda_unavailable_reason,
+  static backend_ops const table{gpu_backend,          cuda_device_count,    cuda_unavailable_reason,
                                  cuda_limits,          cuda_allocate,        cuda_deallocate,
                                  cuda_copy,            cuda_fill,            cuda_synchronize,
                                  cuda_create_stream,   cuda_destroy_stream,  cuda_allocate_host,

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Enzyme example on the CPU reference backend: slots written per element, staged back whole
+// through the worker-thread ring.
+#include "steps.hpp"
+
+#include <tapeflow/cpu/tile_ring.hpp>
+
+#include <memory>
+
+namespace tapeflow::workloads::enzyme_example::detail {
+namespace {
+
+struct cpu_step {
+  using value_type = double;
+  using record_type = enzyme::chunk;
+
+  std::size_t n;
+  params p;
+
+  [[nodiscard]] std::size_t state_size() const noexcept { return n; }
+  [[nodiscard]] std::size_t records_per_step() const noexcept { return n * enzyme::slot_chunks(tape_bytes(p)); }
+
+  void forward(std::size_t, double const* in, double* out, stream_view) const
+  {
+    for (std::size_t i = 0; i < n; ++i) { out[i] = iterate(in[i], p); }
+  }
+
+  void augmented_forward(std::size_t, double const* in, double* out, tape_writer<record_type> tape, stream_view) const
+  {
+    for (std::size_t i = 0; i < n; ++i) {
+      void* slot = tape.data() + i * enzyme::slot_chunks(tape_bytes(p));
+      out[i] = enzyme_example::augmented_forward(in[i], p, slot);
+    }
+  }
+
+  void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, double const* g_out,
+               double* g_in, stream_view) const
+  {
+    std::size_t const per_slot = enzyme::slot_chunks(tape_bytes(p));
+    cpu::tile_ring<record_type> ring(plan);
+    ring.reverse(tape, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
+      for (std::size_t s = 0; s < count / per_slot; ++s) {
+        std::size_t const i = first / per_slot + s;
+        g_in[i] = enzyme_example::reverse(g_out[i], p, staged + s * per_slot);
+      }
+    });
+  }
+};
+
+}  // namespace
+
+result gradient_cpu(problem const& p, std::vector<double> const& x0, options const& o)
+{
+  return run(cpu_step{p.n, {p.inner, p.a}}, p, x0, o);
+}
+
+}  // namespace tapeflow::workloads::enzyme_example::detail

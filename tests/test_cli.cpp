@@ -178,12 +178,31 @@ TEST_F(Cli, BadUsageAndInputExitWithStatus2)
   }
 }
 
+TEST_F(Cli, BenchReportsMediansAndARow)
+{
+  ASSERT_EQ(run("bench allen-cahn --n 64 --steps 5 --backend cpu --warmup 1 --repeats 3 --json " + path("row.json")), 0)
+    << output_;
+  EXPECT_NE(output_.find("gradient/primal"), std::string::npos) << output_;
+  std::ifstream json(path("row.json"));
+  std::string const row((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+  for (char const* key : {"\"primal_ms\"", "\"grad_ms\"", "\"grad_over_primal\"", "\"tape_bytes\": 81920"}) {
+    EXPECT_NE(row.find(key), std::string::npos) << key << " in " << row;
+  }
+  EXPECT_EQ(run("bench allen-cahn --n 64 --steps 5 --repeats 0"), 2);
+  EXPECT_NE(output_.find("--repeats"), std::string::npos) << output_;
+  EXPECT_EQ(run("bench allen-cahn --n 64"), 2);
+}
+
 TEST_F(Cli, HelpAndInfoSucceed)
 {
   EXPECT_EQ(run("--help"), 0);
   EXPECT_NE(output_.find("run allen-cahn"), std::string::npos);
   EXPECT_EQ(run("run --help"), 0);
   EXPECT_NE(output_.find("--budget BYTES"), std::string::npos);
+  for (char const* command : {"info", "init", "run", "plan", "bench"}) {
+    EXPECT_EQ(run(std::string{command} + " --help"), 0) << command;
+    EXPECT_NE(output_.find("usage: tapeflow"), std::string::npos) << command << ": " << output_;
+  }
   EXPECT_EQ(run("info"), 0);
   EXPECT_NE(output_.find("cpu   available"), std::string::npos) << output_;
 }

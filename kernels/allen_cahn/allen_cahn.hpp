@@ -68,6 +68,21 @@ template <class T>
 template <class T>
 [[nodiscard]] std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const& o);
 
+/// Medians of event-timed runs after a warm-up, device-resident (no transfers timed).
+struct bench_result {
+  double primal_ms{0};    ///< T untaped steps
+  double grad_ms{0};      ///< augmented forward + seed + reverse
+  double forward_ms{0};
+  double reverse_ms{0};
+  chain_stats chain{};
+  std::size_t peak_device_bytes{0};
+};
+
+/// Times the primal and the gradient on `o.kind` (repeats >= 1, warmup >= 0).
+template <class T>
+[[nodiscard]] bench_result benchmark(problem const& p, std::vector<T> const& u0, options const& o, int warmup,
+                                     int repeats);
+
 /// L = 0.5 * sum(u^2), accumulated in double.
 template <class T>
 [[nodiscard]] T loss(std::vector<T> const& u);

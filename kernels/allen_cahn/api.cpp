@@ -65,6 +65,20 @@ std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const&
 }
 
 template <class T>
+bench_result benchmark(problem const& p, std::vector<T> const& u0, options const& o, int warmup, int repeats)
+{
+  switch (o.kind) {
+    case backend::cpu: return detail::benchmark_cpu(p, u0, o, warmup, repeats);
+#if defined(TAPEFLOW_HAS_CUDA)
+    case backend::cuda: return detail::benchmark_gpu(p, u0, o, warmup, repeats);
+#elif defined(TAPEFLOW_HAS_HIP)
+    case backend::hip: return detail::benchmark_gpu(p, u0, o, warmup, repeats);
+#endif
+    default: no_backend(o.kind);
+  }
+}
+
+template <class T>
 T loss(std::vector<T> const& u)
 {
   return half_sum_of_squares(u.data(), u.size());
@@ -76,6 +90,8 @@ template std::vector<float> primal(problem const&, std::vector<float> const&, op
 template std::vector<double> primal(problem const&, std::vector<double> const&, options const&);
 template chain_stats plan<float>(problem const&, options const&);
 template chain_stats plan<double>(problem const&, options const&);
+template bench_result benchmark(problem const&, std::vector<float> const&, options const&, int, int);
+template bench_result benchmark(problem const&, std::vector<double> const&, options const&, int, int);
 template float loss(std::vector<float> const&);
 template double loss(std::vector<double> const&);
 

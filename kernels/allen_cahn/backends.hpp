@@ -10,6 +10,8 @@ template <class T>
 gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& u0, options const& o);
 template <class T>
 std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options const& o);
+template <class T>
+bench_result benchmark_cpu(problem const& p, std::vector<T> const& u0, options const& o, int warmup, int repeats);
 
 #if defined(TAPEFLOW_HAS_CUDA) || defined(TAPEFLOW_HAS_HIP)
 /// The GPU backend of this build (CUDA or HIP): cuda.cu, compiled for one or the other.
@@ -17,6 +19,8 @@ template <class T>
 gradient_result<T> gradient_gpu(problem const& p, std::vector<T> const& u0, options const& o);
 template <class T>
 std::vector<T> primal_gpu(problem const& p, std::vector<T> const& u0, options const& o);
+template <class T>
+bench_result benchmark_gpu(problem const& p, std::vector<T> const& u0, options const& o, int warmup, int repeats);
 #endif
 
 }  // namespace tapeflow::workloads::allen_cahn::detail

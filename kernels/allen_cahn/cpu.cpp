@@ -77,6 +77,15 @@ std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options co
   return run_primal<T>([&step](T const* in, T* out, stream_view s) { step.forward(0, in, out, s); }, p, u0, o);
 }
 
+template <class T>
+bench_result benchmark_cpu(problem const& p, std::vector<T> const& u0, options const& o, int warmup, int repeats)
+{
+  cpu_step<T> const step{p.n, coefficients_of<T>(p), std::make_shared<staging<record<T>>>()};
+  return run_benchmark<T>(step, p, u0, o, warmup, repeats);
+}
+
+template bench_result benchmark_cpu(problem const&, std::vector<float> const&, options const&, int, int);
+template bench_result benchmark_cpu(problem const&, std::vector<double> const&, options const&, int, int);
 template gradient_result<float> gradient_cpu(problem const&, std::vector<float> const&, options const&);
 template gradient_result<double> gradient_cpu(problem const&, std::vector<double> const&, options const&);
 template std::vector<float> primal_cpu(problem const&, std::vector<float> const&, options const&);

@@ -10,7 +10,9 @@
 #include <tapeflow/chain.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/nvtx.hpp>
+#include <tapeflow/stream.hpp>
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -84,6 +86,70 @@ std::vector<T> run_primal(Advance&& advance, problem const& p, std::vector<T> co
   std::vector<T> u(u0.size());
   a.download(u.data(), bytes, stream);
   return u;
+}
+
+inline double median_of(std::vector<double> v)
+{
+  std::sort(v.begin(), v.end());
+  std::size_t const m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+/// Event-timed medians of the primal (T untaped steps) and of the gradient (augmented forward,
+/// seed, reverse), device-resident, after `warmup` runs.
+template <class T, class Step>
+bench_result run_benchmark(Step const& step, problem const& p, std::vector<T> const& u0, options const& o,
+                           int warmup, int repeats)
+{
+  TAPEFLOW_EXPECTS(repeats >= 1 && warmup >= 0, "a benchmark needs repeats >= 1 and warmup >= 0");
+  validate(p, u0.size());
+  std::size_t const bytes = u0.size() * sizeof(T);
+  stream_view const s = o.stream;
+  chain_options co = chain_options_of(o);
+  co.measure_time = false;  // events time it; no extra synchronisation
+  co.progress = nullptr;
+  reset_device_memory_peak(o.kind);
+  chain<Step> c(step, p.steps, co);
+  device_buffer a(o.kind, bytes, s);
+  device_buffer b(o.kind, bytes, s);
+  device_buffer adjoint(o.kind, bytes, s);
+  event start(o.kind);
+  event middle(o.kind);
+  event stop(o.kind);
+  std::vector<double> primal, forward, reverse, grad;
+  for (int run = 0; run < warmup + repeats; ++run) {
+    a.upload(u0.data(), bytes, s);
+    start.record(s);
+    for (std::size_t t = 0; t < p.steps; ++t) {
+      step.forward(t, a.template data_as<T>(), b.template data_as<T>(), s);
+      std::swap(a, b);
+    }
+    stop.record(s);
+    double const primal_ms = elapsed_ms(start, stop);
+    a.upload(u0.data(), bytes, s);
+    start.record(s);
+    c.forward(a, s);
+    adjoint.copy_from(a, s);  // dL/du_T = u_T
+    middle.record(s);
+    c.reverse(adjoint, s);
+    stop.record(s);
+    if (run < warmup) {
+      synchronize(o.kind, s);
+      continue;
+    }
+    primal.push_back(primal_ms);
+    forward.push_back(elapsed_ms(start, middle));
+    reverse.push_back(elapsed_ms(middle, stop));
+    grad.push_back(elapsed_ms(start, stop));
+  }
+  bench_result r;
+  r.primal_ms = median_of(primal);
+  r.grad_ms = median_of(grad);
+  r.forward_ms = median_of(forward);
+  r.reverse_ms = median_of(reverse);
+  r.chain = c.stats();
+  r.peak_device_bytes = device_memory_usage(o.kind).peak_bytes;
+  return r;
 }
 
 }  // namespace tapeflow::workloads::allen_cahn::detail

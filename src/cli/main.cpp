@@ -8,6 +8,7 @@
 //       [--budget BYTES] [--host-budget BYTES] [--json STATS.json] [--tile-records K] [--stages S]
 //       [--no-progress]
 //   tapeflow plan allen-cahn --n N --steps T [--dtype] [--backend] [--policy] [--budget] [--host-budget]
+//   tapeflow bench allen-cahn --n N --steps T [the plan options] [--warmup W] [--repeats R] [--json ROW.json]
 //
 // Exit status: 0 on success, 2 on bad usage or input (a message says what), 1 on a runtime failure.
 #include "args.hpp"
@@ -44,6 +45,7 @@ commands:
   init allen-cahn      write a random initial state U0.bin
   run allen-cahn       gradient dL/du0 of the Allen-Cahn workload through the tape
   plan allen-cahn      where each layer of that tape would live, without running it
+  bench allen-cahn     primal and gradient times on the device (medians of timed runs)
 
 'tapeflow <command> --help' describes a command's options.
 )";
@@ -84,6 +86,24 @@ std::vector<flag_spec> const plan_flags{
   {"host-budget", "BYTES", "pinned host bytes the host tier may occupy (default: no limit)", false},
   {"tile-records", "K", "records per tile (default: planned)", false},
   {"stages", "S", "pipeline stages, 2..8 (default: planned)", false},
+  {"help", "", "show this help", false},
+};
+
+std::vector<flag_spec> const bench_flags{
+  {"n", "N", "grid side", true},
+  {"steps", "T", "time steps", true},
+  {"dtype", "f32|f64", "value type (default f32)", false},
+  {"backend", "auto|cpu|cuda|hip", "where to run (default auto)", false},
+  {"policy", "auto|store|offload|recompute", "where the tape lives (default auto)", false},
+  {"budget", "BYTES", "device bytes the tape may occupy (K, M, G suffixes; default: no limit)", false},
+  {"host-budget", "BYTES", "pinned host bytes the host tier may occupy (default: no limit)", false},
+  {"tile-records", "K", "records per tile (default: planned)", false},
+  {"stages", "S", "pipeline stages, 2..8 (default: planned)", false},
+  {"capture-reverse", "", "keep the tape resident and replay the reverse as one graph (store policy)", false},
+  {"warmup", "W", "untimed runs first (default 2)", false},
+  {"repeats", "R", "timed runs; medians are reported (default 10)", false},
+  {"seed", "S", "random initial state's seed (default 1)", false},
+  {"json", "ROW.json", "write the result as one row of the results format", false},
   {"help", "", "show this help", false},
 };
 
@@ -391,6 +411,68 @@ int run_allen_cahn(parsed_args const& args, std::string const& dtype)
   return 0;
 }
 
+template <class T>
+int bench_allen_cahn(parsed_args const& args, std::string const& dtype)
+{
+  ac::problem const p = parse_problem(args);
+  ac::options const o = parse_options(args);
+  std::size_t const warmup = args.size("warmup", 2);
+  std::size_t const repeats = args.size("repeats", 10);
+  if (repeats == 0 || repeats > 10000 || warmup > 10000) {
+    throw usage_error("--repeats must be between 1 and 10000 and --warmup at most 10000");
+  }
+  std::mt19937_64 rng(args.size("seed", 1));
+  std::uniform_real_distribution<double> dist(-0.9, 0.9);
+  std::vector<T> u0(p.n * p.n);
+  for (T& v : u0) { v = static_cast<T>(dist(rng)); }
+  device_limits const device = query_device_limits(o.kind);
+  std::printf("tapeflow bench allen-cahn: n = %zu, T = %zu, %s, backend %s (%s), %zu warm-up + %zu timed runs\n",
+              p.n, p.steps, dtype.c_str(), std::string{to_string(o.kind)}.c_str(), device.name.c_str(), warmup,
+              repeats);
+  print_plan(ac::plan<T>(p, o));
+  ac::bench_result const r =
+    ac::benchmark<T>(p, u0, o, static_cast<int>(warmup), static_cast<int>(repeats));
+  std::printf("primal: %.3f ms   gradient: %.3f ms (forward %.3f, reverse %.3f)   gradient/primal: %.2f\n",
+              r.primal_ms, r.grad_ms, r.forward_ms, r.reverse_ms, r.grad_ms / r.primal_ms);
+  std::printf("tape %s, peak device tape %s, peak device %s (medians of event-timed runs, no transfers)\n",
+              human_bytes(r.chain.tape_bytes).c_str(), human_bytes(r.chain.peak_tape_bytes).c_str(),
+              human_bytes(r.peak_device_bytes).c_str());
+  if (args.has("json")) {
+    json_object row;
+    row.add("workload", "allen-cahn")
+      .add("variant", "tapeflow-" + std::string{to_string(r.chain.policy)})
+      .add("size", std::to_string(p.n) + "x" + std::to_string(p.n) + " T" + std::to_string(p.steps) + " " + dtype)
+      .add("device", device.name)
+      .add("primal_ms", r.primal_ms)
+      .add("grad_ms", r.grad_ms)
+      .add("grad_over_primal", r.grad_ms / r.primal_ms)
+      .add("forward_ms", r.forward_ms)
+      .add("reverse_ms", r.reverse_ms)
+      .add("tape_bytes", r.chain.tape_bytes)
+      .add("peak_tape_bytes", r.chain.peak_tape_bytes)
+      .add("peak_device_bytes", r.peak_device_bytes)
+      .add("plan", plan_json(r.chain));
+    write_text(args.text("json"), row.str());
+  }
+  return 0;
+}
+
+int command_bench(std::vector<std::string> const& raw)
+{
+  if (wants_help(raw)) {
+    std::printf("usage: tapeflow bench allen-cahn --n N --steps T [options]\n\n"
+                "Times the primal (T untaped steps) and the gradient (augmented forward, seed, reverse) on\n"
+                "the device, without transfers: medians of event-timed runs after a warm-up. For the\n"
+                "side-by-side GPU results file, see bench/ (tapeflow_bench).\n\n%s",
+                describe_flags(bench_flags).c_str());
+    return 0;
+  }
+  expect_workload(raw, "bench");
+  parsed_args const args(bench_flags, {raw.begin() + 1, raw.end()});
+  std::string const dtype = parse_dtype(args);
+  return dtype == "f32" ? bench_allen_cahn<float>(args, dtype) : bench_allen_cahn<double>(args, dtype);
+}
+
 int command_plan(std::vector<std::string> const& raw)
 {
   if (wants_help(raw)) {
@@ -450,13 +532,19 @@ int dispatch(std::vector<std::string> const& args)
     return 0;
   }
   if (command == "info") {
-    if (!rest.empty() && !wants_help(rest)) { throw usage_error("'info' takes no options"); }
+    if (wants_help(rest)) {
+      std::printf("usage: tapeflow info\n\nLists the backends compiled into this build, whether each has a device, and\n"
+                  "every device's limits as the planner sees them.\n");
+      return 0;
+    }
+    if (!rest.empty()) { throw usage_error("'info' takes no options"); }
     return command_info();
   }
   if (command == "init") { return command_init(rest); }
   if (command == "run") { return command_run(rest); }
   if (command == "plan") { return command_plan(rest); }
-  throw usage_error("unknown command '" + command + "' (commands: info, init, run, plan)");
+  if (command == "bench") { return command_bench(rest); }
+  throw usage_error("unknown command '" + command + "' (commands: info, init, run, plan, bench)");
 }
 
 }  // namespace

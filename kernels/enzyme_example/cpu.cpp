@@ -10,16 +10,7 @@
 namespace tapeflow::workloads::enzyme_example::detail {
 namespace {
 
-struct cpu_step {
-  using value_type = double;
-  using record_type = enzyme::chunk;
-
-  std::size_t n;
-  params p;
-
-  [[nodiscard]] std::size_t state_size() const noexcept { return n; }
-  [[nodiscard]] std::size_t records_per_step() const noexcept { return n * enzyme::slot_chunks(tape_bytes(p)); }
-
+struct cpu_step : step_shape {
   void forward(std::size_t, double const* in, double* out, stream_view) const
   {
     for (std::size_t i = 0; i < n; ++i) { out[i] = iterate(in[i], p); }
@@ -28,7 +19,7 @@ struct cpu_step {
   void augmented_forward(std::size_t, double const* in, double* out, tape_writer<record_type> tape, stream_view) const
   {
     for (std::size_t i = 0; i < n; ++i) {
-      void* slot = tape.data() + i * enzyme::slot_chunks(tape_bytes(p));
+      void* slot = tape.data() + i * slot_chunks();
       out[i] = enzyme_example::augmented_forward(in[i], p, slot);
     }
   }
@@ -36,7 +27,7 @@ struct cpu_step {
   void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, double const* g_out,
                double* g_in, stream_view) const
   {
-    std::size_t const per_slot = enzyme::slot_chunks(tape_bytes(p));
+    std::size_t const per_slot = slot_chunks();
     cpu::tile_ring<record_type> ring(plan);
     ring.reverse(tape, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
       for (std::size_t s = 0; s < count / per_slot; ++s) {
@@ -51,7 +42,7 @@ struct cpu_step {
 
 result gradient_cpu(problem const& p, std::vector<double> const& x0, options const& o)
 {
-  return run(cpu_step{p.n, {p.inner, p.a}}, p, x0, o);
+  return run(cpu_step{{p.n, {p.inner, p.a}}}, p, x0, o);
 }
 
 }  // namespace tapeflow::workloads::enzyme_example::detail

@@ -59,16 +59,7 @@ __global__ void reverse_kernel(tape_reader<enzyme::chunk> tape, double const* __
 
 int grid_for(std::size_t n) { return device::grid_for(n, threads, query_device_limits(gpu_backend).multiprocessors); }
 
-struct gpu_step {
-  using value_type = double;
-  using record_type = enzyme::chunk;
-
-  std::size_t n;
-  params p;
-
-  [[nodiscard]] std::size_t state_size() const noexcept { return n; }
-  [[nodiscard]] std::size_t records_per_step() const noexcept { return n * enzyme::slot_chunks(tape_bytes(p)); }
-
+struct gpu_step : step_shape {
   void forward(std::size_t, double const* in, double* out, stream_view s) const
   {
     primal_kernel<<<grid_for(n), threads, 0, to_native(s)>>>(in, out, n, p);
@@ -97,7 +88,7 @@ struct gpu_step {
 
 result gradient_gpu(problem const& p, std::vector<double> const& x0, options const& o)
 {
-  return run(gpu_step{p.n, {p.inner, p.a}}, p, x0, o);
+  return run(gpu_step{{p.n, {p.inner, p.a}}}, p, x0, o);
 }
 
 }  // namespace tapeflow::workloads::enzyme_example::detail

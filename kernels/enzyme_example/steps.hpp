@@ -15,6 +15,20 @@
 
 namespace tapeflow::workloads::enzyme_example::detail {
 
+/// What every backend's step of the example shares: its state and its records (one slot of
+/// slot_chunks chunks per element).
+struct step_shape {
+  using value_type = double;
+  using record_type = enzyme::chunk;
+
+  std::size_t n;
+  params p;
+
+  [[nodiscard]] std::size_t state_size() const noexcept { return n; }
+  [[nodiscard]] std::size_t slot_chunks() const noexcept { return enzyme::slot_chunks(tape_bytes(p)); }
+  [[nodiscard]] std::size_t records_per_step() const noexcept { return n * slot_chunks(); }
+};
+
 template <class Step>
 result run(Step step, problem const& p, std::vector<double> const& x0, options const& o)
 {

@@ -58,54 +58,48 @@ std::vector<flag_spec> const init_flags{
   {"help", "", "show this help", false},
 };
 
-std::vector<flag_spec> const run_flags{
+/// The problem and tape options `run`, `plan` and `bench` share, so they read the same way.
+std::vector<flag_spec> const problem_flags{
   {"n", "N", "grid side", true},
   {"steps", "T", "time steps", true},
-  {"input", "U0.bin", "initial state: N*N raw little-endian values, row-major", true},
-  {"grad-out", "G.bin", "where to write dL/du0 (same format)", true},
   {"dtype", "f32|f64", "value type (default f32)", false},
   {"backend", "auto|cpu|cuda|hip", "where to run (default auto: a GPU when present, else cpu)", false},
   {"policy", "auto|store|offload|recompute", "where the tape lives (default auto)", false},
   {"budget", "BYTES", "device bytes the tape may occupy (K, M, G suffixes; default: no limit)", false},
   {"host-budget", "BYTES", "pinned host bytes the host tier may occupy (default: no limit)", false},
+  {"tile-records", "K", "records per tile (default: planned)", false},
+  {"stages", "S", "pipeline stages, 2..8 (default: planned)", false},
+};
+
+flag_spec const capture_flag{"capture-reverse", "",
+                             "keep the tape resident and replay the reverse as one graph (store policy)", false};
+flag_spec const help_flag{"help", "", "show this help", false};
+
+std::vector<flag_spec> with_problem_flags(std::vector<flag_spec> extra)
+{
+  std::vector<flag_spec> all = problem_flags;
+  all.insert(all.end(), extra.begin(), extra.end());
+  all.push_back(help_flag);
+  return all;
+}
+
+std::vector<flag_spec> const run_flags = with_problem_flags({
+  {"input", "U0.bin", "initial state: N*N raw little-endian values, row-major", true},
+  {"grad-out", "G.bin", "where to write dL/du0 (same format)", true},
   {"json", "STATS.json", "write the run's statistics as JSON", false},
-  {"tile-records", "K", "records per tile (default: planned)", false},
-  {"stages", "S", "pipeline stages, 2..8 (default: planned)", false},
-  {"capture-reverse", "", "keep the tape resident and replay the reverse as one graph (store policy)", false},
+  capture_flag,
   {"no-progress", "", "never draw the progress bar", false},
-  {"help", "", "show this help", false},
-};
+});
 
-std::vector<flag_spec> const plan_flags{
-  {"n", "N", "grid side", true},
-  {"steps", "T", "time steps", true},
-  {"dtype", "f32|f64", "value type (default f32)", false},
-  {"backend", "auto|cpu|cuda|hip", "device to plan for (default auto)", false},
-  {"policy", "auto|store|offload|recompute", "where the tape lives (default auto)", false},
-  {"budget", "BYTES", "device bytes the tape may occupy (K, M, G suffixes; default: no limit)", false},
-  {"host-budget", "BYTES", "pinned host bytes the host tier may occupy (default: no limit)", false},
-  {"tile-records", "K", "records per tile (default: planned)", false},
-  {"stages", "S", "pipeline stages, 2..8 (default: planned)", false},
-  {"help", "", "show this help", false},
-};
+std::vector<flag_spec> const plan_flags = with_problem_flags({});
 
-std::vector<flag_spec> const bench_flags{
-  {"n", "N", "grid side", true},
-  {"steps", "T", "time steps", true},
-  {"dtype", "f32|f64", "value type (default f32)", false},
-  {"backend", "auto|cpu|cuda|hip", "where to run (default auto)", false},
-  {"policy", "auto|store|offload|recompute", "where the tape lives (default auto)", false},
-  {"budget", "BYTES", "device bytes the tape may occupy (K, M, G suffixes; default: no limit)", false},
-  {"host-budget", "BYTES", "pinned host bytes the host tier may occupy (default: no limit)", false},
-  {"tile-records", "K", "records per tile (default: planned)", false},
-  {"stages", "S", "pipeline stages, 2..8 (default: planned)", false},
-  {"capture-reverse", "", "keep the tape resident and replay the reverse as one graph (store policy)", false},
+std::vector<flag_spec> const bench_flags = with_problem_flags({
+  capture_flag,
   {"warmup", "W", "untimed runs first (default 2)", false},
   {"repeats", "R", "timed runs; medians are reported (default 10)", false},
   {"seed", "S", "random initial state's seed (default 1)", false},
   {"json", "ROW.json", "write the result as one row of the results format", false},
-  {"help", "", "show this help", false},
-};
+});
 
 std::string human_bytes(std::size_t bytes)
 {

@@ -122,6 +122,20 @@ TEST_F(Cli, EveryPolicyWritesTheSameGradientBits)
   }
 }
 
+TEST_F(Cli, PartialsOnTheTapeGiveTheSameGradient)
+{
+  std::vector<double> const u0 = testing::random_state<double>(21 * 21, testing::fresh_seed());
+  write("u0.bin", u0);
+  std::string const common = "run allen-cahn --n 21 --steps 9 --dtype f64 --backend cpu --input " + path("u0.bin");
+  ASSERT_EQ(run(common + " --tape partials --grad-out " + path("g.bin") + " --json " + path("stats.json")), 0)
+    << output_;
+  std::vector<double> const g = read<double>("g.bin");
+  EXPECT_LT(testing::relative_error(g, testing::reference_gradient(testing::widen(u0), {21, 9})), 1e-10);
+  std::ifstream json(path("stats.json"));
+  std::string const stats((std::istreambuf_iterator<char>(json)), std::istreambuf_iterator<char>());
+  EXPECT_NE(stats.find("\"tape\": \"partials\""), std::string::npos) << stats;
+}
+
 TEST_F(Cli, PlanPrintsTheTiersWithoutRunning)
 {
   ASSERT_EQ(run("plan allen-cahn --n 1024 --steps 20 --backend cpu --budget 40M --policy offload"), 0) << output_;
@@ -159,6 +173,7 @@ TEST_F(Cli, BadUsageAndInputExitWithStatus2)
     {ok + " --backend tpu", "--backend"},
     {ok + " --backend hip", "not available"},
     {ok + " --policy keep", "--policy"},
+    {ok + " --tape derivatives", "--tape must be values or partials"},
     {ok + " --budget 10 --backend cpu", "smaller than one tile times the pipeline depth"},
     {ok + " --budget 100 --policy store --tile-records 1 --stages 2 --backend cpu", "does not fit the device budget"},
     {ok + " --budget 12Q", "non-negative integer"},

@@ -45,6 +45,26 @@ bool all_finite(std::vector<T> const& v)
   return true;
 }
 
+TEST_F(GpuAllenCahn, PartialsOnTheTapeGiveTheReferenceGradientUnderEveryPolicy)
+{
+  ac::problem const p{96, 12};
+  std::uint64_t const seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::vector<double> const u0 = testing::random_state<double>(p.n * p.n, seed);
+  std::vector<real> const expect = testing::reference_gradient(testing::widen(u0), {p.n, p.steps});
+  std::size_t const layer = ac::records_for<double>(p.n * p.n) * sizeof(ac::record<double>);
+  for (tape_policy policy : {tape_policy::store, tape_policy::offload, tape_policy::recompute}) {
+    SCOPED_TRACE(to_string(policy));
+    ac::options o = on(testing::gpu);
+    o.content = ac::tape_content::partials;
+    o.policy = policy;
+    if (policy != tape_policy::store) { o.budget_bytes = 4 * layer; }
+    ac::gradient_result<double> const r = ac::gradient(p, u0, o);
+    ASSERT_TRUE(all_finite(r.gradient)) << "an element was never written";
+    EXPECT_LT(testing::relative_error(r.gradient, expect), 1e-10);
+  }
+}
+
 TEST_F(GpuAllenCahn, F32GradientMatchesTheCpuReference)
 {
   for (auto [n, steps] : {std::pair<std::size_t, std::size_t>{1, 3}, {3, 4}, {33, 10}, {100, 20}, {257, 15}}) {

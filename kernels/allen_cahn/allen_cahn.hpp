@@ -3,6 +3,8 @@
 // gradient dL/du_0 through tapeflow's tape. See docs/architecture.md.
 #pragma once
 
+#include "math.hpp"
+
 #include <tapeflow/backend.hpp>
 #include <tapeflow/chain.hpp>
 #include <tapeflow/cpu/tile_ring.hpp>
@@ -27,6 +29,8 @@ struct problem {
 struct options {
   backend kind{backend::cpu};
   tape_policy policy{tape_policy::automatic};
+  /// What the tape holds per cell: u (values) or the reaction's partial derivative by duals.
+  tape_content content{tape_content::values};
   std::size_t budget_bytes{0};       ///< device bytes the tape may hold; 0: no limit
   std::size_t host_budget_bytes{0};  ///< pinned host bytes the host tier may hold; 0: no limit
   bandwidths bw{};                   ///< copy bandwidths for the planner; zeros: measured

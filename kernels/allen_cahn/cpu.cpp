@@ -33,6 +33,7 @@ struct cpu_step {
   std::size_t n;
   coefficients<T> k;
   std::shared_ptr<staging<record_type>> stage;
+  tape_content content{tape_content::values};
 
   [[nodiscard]] std::size_t state_size() const noexcept { return n * n; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return records_for<T>(n * n); }
@@ -44,7 +45,7 @@ struct cpu_step {
 
   void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
   {
-    for (std::size_t r = 0; r < tape.size(); ++r) { tape.write(r, forward_region(in, out, n, r, k)); }
+    for (std::size_t r = 0; r < tape.size(); ++r) { tape.write(r, forward_region(in, out, n, r, k, content)); }
   }
 
   void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
@@ -52,7 +53,7 @@ struct cpu_step {
   {
     stage->for_plan(plan).reverse(
       tape, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
-        for (std::size_t i = 0; i < count; ++i) { reverse_region(staged[i], g_out, g_in, n, first + i, k); }
+        for (std::size_t i = 0; i < count; ++i) { reverse_region(staged[i], g_out, g_in, n, first + i, k, content); }
       });
   }
 };
@@ -63,7 +64,7 @@ template <class T>
 gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& u0, options const& o)
 {
   auto stage = std::make_shared<staging<record<T>>>();
-  cpu_step<T> step{p.n, coefficients_of<T>(p), stage};
+  cpu_step<T> step{p.n, coefficients_of<T>(p), stage, o.content};
   gradient_result<T> result = run_gradient<T>(
     std::move(step), [](device_buffer const& state, stream_view) { return half_sum_of_squares(state.data_as<T>(), state.size() / sizeof(T)); }, p, u0, o);
   if (stage->ring) { result.staging = stage->ring->stats(); }
@@ -80,7 +81,7 @@ std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options co
 template <class T>
 bench_result benchmark_cpu(problem const& p, std::vector<T> const& u0, options const& o, int warmup, int repeats)
 {
-  cpu_step<T> const step{p.n, coefficients_of<T>(p), std::make_shared<staging<record<T>>>()};
+  cpu_step<T> const step{p.n, coefficients_of<T>(p), std::make_shared<staging<record<T>>>(), o.content};
   return run_benchmark<T>(step, p, u0, o, warmup, repeats);
 }
 

@@ -11,7 +11,7 @@ template <class T>
 gradient_result<T> gradient_gpu(problem const& p, std::vector<T> const& u0, options const& o)
 {
   int const sms = query_device_limits(gpu_backend).multiprocessors;
-  cuda_step<T> step{p.n, coefficients_of<T>(p), sms};
+  cuda_step<T> step{p.n, coefficients_of<T>(p), sms, o.content};
   return run_gradient<T>(std::move(step), [](device_buffer const& state, stream_view s) { return cuda_loss<T>(state, s); },
                          p, u0, o);
 }
@@ -26,7 +26,7 @@ std::vector<T> primal_gpu(problem const& p, std::vector<T> const& u0, options co
 template <class T>
 bench_result benchmark_gpu(problem const& p, std::vector<T> const& u0, options const& o, int warmup, int repeats)
 {
-  cuda_step<T> const step{p.n, coefficients_of<T>(p), query_device_limits(gpu_backend).multiprocessors};
+  cuda_step<T> const step{p.n, coefficients_of<T>(p), query_device_limits(gpu_backend).multiprocessors, o.content};
   return run_benchmark<T>(step, p, u0, o, warmup, repeats);
 }
 

@@ -35,22 +35,23 @@ __global__ void primal_kernel(T const* __restrict__ in, T* __restrict__ out, std
 
 template <class T>
 __global__ void augmented_forward_kernel(T const* __restrict__ in, T* __restrict__ out,
-                                         tape_writer<record<T>> tape, std::size_t n, coefficients<T> k)
+                                         tape_writer<record<T>> tape, std::size_t n, coefficients<T> k,
+                                         tape_content content)
 {
   for (std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; r < tape.size();
        r += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    tape.write(r, forward_region(in, out, n, r, k));
+    tape.write(r, forward_region(in, out, n, r, k, content));
   }
 }
 
 template <class T, int Stages>
 __global__ void reverse_kernel(tape_reader<record<T>> tape, T const* __restrict__ g_out, T* __restrict__ g_in,
-                               std::size_t n, coefficients<T> k)
+                               std::size_t n, coefficients<T> k, tape_content content)
 {
   device::tile_pipeline<record<T>, Stages>::reverse(
     tape, [&](std::size_t, record<T> const* staged, std::size_t first, std::size_t count) {
       for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
-        reverse_region(staged[i], g_out, g_in, n, first + i, k);
+        reverse_region(staged[i], g_out, g_in, n, first + i, k, content);
       }
     });
 }
@@ -77,6 +78,7 @@ struct cuda_step {
   std::size_t n;
   coefficients<T> k;
   int multiprocessors;
+  tape_content content{tape_content::values};
 
   [[nodiscard]] std::size_t state_size() const noexcept { return n * n; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return records_for<T>(n * n); }
@@ -89,7 +91,7 @@ struct cuda_step {
   void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view s) const
   {
     int const grid = device::grid_for(tape.size(), forward_threads, multiprocessors);
-    augmented_forward_kernel<T><<<grid, forward_threads, 0, to_native(s)>>>(in, out, tape, n, k);
+    augmented_forward_kernel<T><<<grid, forward_threads, 0, to_native(s)>>>(in, out, tape, n, k, content);
     TAPEFLOW_CHECK_LAUNCH();
   }
 
@@ -99,7 +101,7 @@ struct cuda_step {
     device::with_tile_pipeline<record_type>(plan, [&](auto stages) {
       constexpr int S = decltype(stages)::value;
       reverse_kernel<T, S><<<plan.grid_blocks, plan.block_threads, plan.smem_bytes, to_native(s)>>>(
-        tape, g_out, g_in, n, k);
+        tape, g_out, g_in, n, k, content);
       TAPEFLOW_CHECK_LAUNCH();
     });
   }

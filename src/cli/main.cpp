@@ -6,7 +6,7 @@
 //   tapeflow run allen-cahn --n N --steps T --input U0.bin --grad-out G.bin
 //       [--dtype f32|f64] [--backend auto|cpu|cuda|hip] [--policy auto|store|offload|recompute]
 //       [--budget BYTES] [--host-budget BYTES] [--json STATS.json] [--tile-records K] [--stages S]
-//       [--no-progress]
+//       [--tape values|partials] [--no-progress]
 //   tapeflow plan allen-cahn --n N --steps T [--dtype] [--backend] [--policy] [--budget] [--host-budget]
 //   tapeflow bench allen-cahn --n N --steps T [the plan options] [--warmup W] [--repeats R] [--json ROW.json]
 //
@@ -69,6 +69,7 @@ std::vector<flag_spec> const problem_flags{
   {"host-budget", "BYTES", "pinned host bytes the host tier may occupy (default: no limit)", false},
   {"tile-records", "K", "records per tile (default: planned)", false},
   {"stages", "S", "pipeline stages, 2..8 (default: planned)", false},
+  {"tape", "values|partials", "what the tape holds per cell: u, or r'(u) by forward-mode duals (default values)", false},
 };
 
 flag_spec const capture_flag{"capture-reverse", "",
@@ -295,6 +296,11 @@ ac::options parse_options(parsed_args const& args)
   o.pipeline.stages = static_cast<int>(stages);
   if (args.has("tile-records") && o.pipeline.tile_records == 0) { throw usage_error("--tile-records must be at least 1"); }
   o.capture_reverse = args.has("capture-reverse");
+  std::string const tape = args.text("tape", "values");
+  if (tape != "values" && tape != "partials") {
+    throw usage_error("--tape must be values or partials, got '" + tape + "'");
+  }
+  o.content = tape == "values" ? ac::tape_content::values : ac::tape_content::partials;
   if (!backend_available(o.kind)) { TAPEFLOW_FAIL(unavailable_error, backend_unavailable_reason(o.kind)); }
   return o;
 }
@@ -373,6 +379,7 @@ int run_allen_cahn(parsed_args const& args, std::string const& dtype)
       .add("backend", std::string{to_string(o.kind)})
       .add("device", device.name)
       .add("policy", std::string{to_string(c.policy)})
+      .add("tape", ac::to_string(o.content))
       .add("budget_bytes", c.budget_bytes)
       .add("host_budget_bytes", o.host_budget_bytes)
       .add("loss", static_cast<double>(r.loss))
@@ -434,7 +441,7 @@ int bench_allen_cahn(parsed_args const& args, std::string const& dtype)
   if (args.has("json")) {
     json_object row;
     row.add("workload", "allen-cahn")
-      .add("variant", "tapeflow-" + std::string{to_string(r.chain.policy)})
+      .add("variant", "tapeflow-" + std::string{to_string(r.chain.policy)} + (o.content == ac::tape_content::partials ? "-partials" : ""))
       .add("size", std::to_string(p.n) + "x" + std::to_string(p.n) + " T" + std::to_string(p.steps) + " " + dtype)
       .add("device", device.name)
       .add("primal_ms", r.primal_ms)

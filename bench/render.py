@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Renders a results file (the newest in bench/results by default) into docs/results.md — every
+row per workload, and the issue's targets with the measured value, pass or miss — and a PNG plot
+(docs/results.png, when matplotlib is installed).
+
+    python3 bench/render.py [RESULTS.json] [--md docs/results.md] [--png docs/results.png] [--require-png]
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+
+@dataclass
+class Target:
+    name: str
+    wanted: str                                  # how the target reads, for the table
+    measure: Callable[[dict], Optional[float]]   # the measured value from the results, None: no data
+    ok: Callable[[float], bool]
+
+
+def rows_of(results: dict, workload: str, variant: str, size: Optional[str] = None) -> list[dict]:
+    return [r for r in results["rows"]
+            if r.get("workload") == workload and r.get("variant") == variant
+            and (size is None or r.get("size") == size) and "error" not in r]
+
+
+def one(results: dict, workload: str, variant: str, size: Optional[str] = None) -> Optional[dict]:
+    found = rows_of(results, workload, variant, size)
+    return found[0] if found else None
+
+
+def ratio(results: dict, workload: str, num_variant: str, den_variant: str, field: str,
+          size_of: Optional[str] = None) -> Optional[float]:
+    """num.field / den.field for rows of one workload at the same size (the first size both have)."""
+    for num in rows_of(results, workload, num_variant, size_of):
+        den = one(results, workload, den_variant, num["size"])
+        if den and num.get(field) and den.get(field):
+            return num[field] / den[field]
+    return None
+
+
+def worst(values: list[Optional[float]], larger_is_worse: bool) -> Optional[float]:
+    present = [v for v in values if v is not None]
+    if not present:
+        return None
+    return max(present) if larger_is_worse else min(present)
+
+
+def best_staged_fraction(results: dict) -> Optional[float]:
+    d2d = results.get("d2d_copy_GBps")
+    staged = [r for v in ("staged-cp.async", "staged-bulk", "staged-register-db")
+              for r in rows_of(results, "tape-bound", v)]
+    if not d2d or not staged:
+        return None
+    return max(r["achieved_GBps"] for r in staged) / d2d
+
+
+AC = "8192x8192 T100 f32"
+
+TARGETS = [
+    Target("tape-bound reverse sweep, best staged variant / same-run D2D copy", ">= 0.90",
+           best_staged_fraction, lambda v: v >= 0.90),
+    Target(f"Allen–Cahn {AC}, store: (forward + reverse) / primal", "<= 2.8",
+           lambda r: (one(r, "allen-cahn", "tapeflow-store", AC) or {}).get("grad_over_primal"), lambda v: v <= 2.8),
+    Target("Allen–Cahn gradient: PyTorch eager time / tapeflow time", ">= 5",
+           lambda r: ratio(r, "allen-cahn", "pytorch-eager", "tapeflow-store", "grad_ms", AC), lambda v: v >= 5),
+    Target("Allen–Cahn gradient: torch.compile time / tapeflow time", ">= 2",
+           lambda r: ratio(r, "allen-cahn", "torch.compile", "tapeflow-store", "grad_ms", AC), lambda v: v >= 2),
+    Target("Allen–Cahn gradient: JAX (jit(grad)) time / tapeflow time", ">= 2",
+           lambda r: ratio(r, "allen-cahn", "jax-jit", "tapeflow-store", "grad_ms", AC), lambda v: v >= 2),
+    Target("tape-bound reverse: naive Enzyme-style SoA time / staged AoS (cp.async) time", ">= 1.3",
+           lambda r: ratio(r, "tape-bound", "naive-soa", "staged-cp.async", "reverse_ms"), lambda v: v >= 1.3),
+    Target("LBM D2Q9 gradient / primal", "<= 3.0",
+           lambda r: worst([x.get("grad_over_primal") for x in rows_of(r, "lbm", "tapeflow-store")], True),
+           lambda v: v <= 3.0),
+    Target("GMM gradient / objective (worst size)", "<= 1.8",
+           lambda r: worst([x.get("grad_over_primal") for x in rows_of(r, "gmm", "tapeflow")], True),
+           lambda v: v <= 1.8),
+    Target("LSTM gradient: tapeflow time / cuDNN time (worst size)", "<= 1.25",
+           lambda r: worst([ratio(r, "lstm", "tapeflow", "cudnn", "grad_ms", x["size"])
+                            for x in rows_of(r, "lstm", "tapeflow")], True), lambda v: v <= 1.25),
+    Target("LSTM gradient: tapeflow time / JAX time (worst size)", "<= 0.5",
+           lambda r: worst([ratio(r, "lstm", "tapeflow", "jax-jit", "grad_ms", x["size"])
+                            for x in rows_of(r, "lstm", "tapeflow")], True), lambda v: v <= 0.5),
+    Target("RK4 reverse: per-thread global stack time / arena time", ">= 1.3",
+           lambda r: ratio(r, "rk4", "global-stack", "arena", "reverse_ms"), lambda v: v >= 1.3),
+]
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+    return str(v)
+
+
+def human_bytes(b) -> str:
+    if not b:
+        return "–"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if b < 1024 or unit == "TiB":
+            return f"{b:.3g} {unit}" if unit != "B" else f"{b} B"
+        b /= 1024
+    return str(b)
+
+
+def evaluate(results: dict) -> list[tuple[Target, Optional[float], str]]:
+    out = []
+    for t in TARGETS:
+        v = t.measure(results)
+        status = "no data" if v is None else ("met" if t.ok(v) else "missed")
+        out.append((t, v, status))
+    return out
+
+
+def markdown(results: dict, source: str) -> str:
+    lines = [
+        "# Results",
+        "",
+        f"Generated by `bench/render.py` from `{source}` — do not edit by hand.",
+        "",
+        f"- device: **{results.get('device', '?')}**, date {results.get('date', '?')}, commit "
+        f"`{results.get('commit', '?')}`, driver {results.get('driver', '?')}"
+        + (" — **quick sizes (a smoke run, not the brief's sizes)**" if results.get("quick") else ""),
+        f"- same-run device-to-device copy: **{fmt(results.get('d2d_copy_GBps'))} GB/s** (bytes read + written)",
+        f"- medians of {results.get('repeats', '?')} event-timed runs after {results.get('warmup', '?')} warm-up runs",
+        "",
+        "## Targets",
+        "",
+        "| target | wanted | measured | status |",
+        "| --- | --- | --- | --- |",
+    ]
+    for t, v, status in evaluate(results):
+        lines.append(f"| {t.name} | {t.wanted} | {fmt(v)} | {status} |")
+    lines += ["", "Where a target is missed, docs/benchmarks.md says by how much and why.", ""]
+    workloads: dict[str, list[dict]] = {}
+    for r in results["rows"]:
+        workloads.setdefault(r.get("workload", "?"), []).append(r)
+    for w, rows in workloads.items():
+        lines += [f"## {w}", "",
+                  "| variant | size | peer | primal ms | grad ms | grad/primal | forward ms | reverse ms | "
+                  "tape | peak device | GB/s |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for r in rows:
+            if "error" in r:
+                lines.append(f"| {r['variant']} | {r['size']} | {r.get('peer', '')} | {r['error']} "
+                             "| | | | | | | |")
+                continue
+            lines.append("| " + " | ".join([
+                r["variant"], r["size"], r.get("peer", "") or "tapeflow", fmt(r.get("primal_ms")),
+                fmt(r.get("grad_ms")), fmt(r.get("grad_over_primal")), fmt(r.get("forward_ms")),
+                fmt(r.get("reverse_ms")), human_bytes(r.get("tape_bytes")),
+                human_bytes(r.get("peak_device_bytes")), fmt(r.get("achieved_GBps"))]) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(results: dict, path: str) -> bool:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    groups: dict[str, list[dict]] = {}
+    for r in results["rows"]:
+        if r.get("grad_ms") and "error" not in r:
+            groups.setdefault(f"{r['workload']}\n{r['size']}", []).append(r)
+    if not groups:
+        return False
+    fig, axes = plt.subplots(len(groups), 1, figsize=(10, 2.2 * len(groups) + 0.6), squeeze=False)
+    for ax, (title, rows) in zip(axes[:, 0], groups.items()):
+        names = [r["variant"] for r in rows]
+        values = [r["grad_ms"] for r in rows]
+        colors = ["tab:blue" if not r.get("peer") else "tab:orange" for r in rows]
+        ax.barh(names, values, color=colors)
+        ax.set_xscale("log")
+        ax.set_title(title.replace("\n", "  "), fontsize=9, loc="left")
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("gradient ms (log; blue tapeflow, orange peers)", fontsize=7)
+    fig.suptitle(f"{results.get('device', '?')} — {results.get('date', '?')}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def newest(directory: str) -> str:
+    files = sorted(glob.glob(os.path.join(directory, "*.json")), key=os.path.getmtime)
+    if not files:
+        raise SystemExit(f"render.py: no results in {directory}")
+    return files[-1]
+
+
+def main() -> int:
+    here = os.path.dirname(os.path.abspath(__file__))
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", nargs="?", help="results file (default: the newest in bench/results)")
+    p.add_argument("--md", default=os.path.join(here, "..", "docs", "results.md"))
+    p.add_argument("--png", default=os.path.join(here, "..", "docs", "results.png"))
+    p.add_argument("--require-png", action="store_true", help="fail when the plot cannot be drawn")
+    a = p.parse_args()
+    source = a.results or newest(os.path.join(here, "results"))
+    with open(source) as f:
+        results = json.load(f)
+    if not isinstance(results.get("rows"), list):
+        print(f"render.py: {source} has no rows", file=sys.stderr)
+        return 2
+    text = markdown(results, os.path.relpath(source, os.path.join(here, "..")))
+    drew = plot(results, a.png)
+    if drew:
+        text += f"\n![gradient times]({os.path.basename(a.png)})\n"
+    with open(a.md, "w") as f:
+        f.write(text)
+    print(f"wrote {a.md}" + (f" and {a.png}" if drew else " (no plot: matplotlib is not installed)"))
+    if a.require_png and not drew:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

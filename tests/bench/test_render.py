@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: Apache-2.0
+"""bench/render.py: targets are read from the right rows and judged the right way; every row and
+error reaches the markdown. Run by CTest (python3 -m unittest)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.join(HERE, "..", "..", "bench")
+sys.path.insert(0, BENCH)
+
+import render  # noqa: E402
+
+AC = "8192x8192 T100 f32"
+
+
+def results(**overrides):
+    rows = [
+        {"workload": "tape-bound", "variant": "naive-soa", "size": "s", "reverse_ms": 1.5, "achieved_GBps": 2000.0},
+        {"workload": "tape-bound", "variant": "staged-cp.async", "size": "s", "reverse_ms": 1.0, "achieved_GBps": 2850.0},
+        {"workload": "tape-bound", "variant": "staged-bulk", "size": "s", "reverse_ms": 1.1, "achieved_GBps": 2600.0},
+        {"workload": "allen-cahn", "variant": "tapeflow-store", "size": AC, "primal_ms": 10.0, "grad_ms": 31.0,
+         "grad_over_primal": 3.1},
+        {"workload": "allen-cahn", "variant": "pytorch-eager", "size": AC, "grad_ms": 186.0, "peer": "pytorch"},
+        {"workload": "allen-cahn", "variant": "torch.compile", "size": AC, "peer": "pytorch", "error": "out of memory"},
+        {"workload": "lstm", "variant": "tapeflow", "size": "a", "grad_ms": 10.0},
+        {"workload": "lstm", "variant": "cudnn", "size": "a", "grad_ms": 9.0, "peer": "pytorch"},
+        {"workload": "lstm", "variant": "tapeflow", "size": "b", "grad_ms": 30.0},
+        {"workload": "lstm", "variant": "cudnn", "size": "b", "grad_ms": 20.0, "peer": "pytorch"},
+        {"workload": "gmm", "variant": "tapeflow", "size": "d2 K5 N1000", "grad_over_primal": 1.5},
+        {"workload": "gmm", "variant": "tapeflow", "size": "d128 K200 N10000", "grad_over_primal": 1.9},
+    ]
+    r = {"device": "Test GPU", "date": "2026-11-22", "commit": "abc", "driver": "tapeflow_bench",
+         "d2d_copy_GBps": 3000.0, "warmup": 2, "repeats": 10, "rows": rows}
+    r.update(overrides)
+    return r
+
+
+def status(res, prefix):
+    for t, v, s in render.evaluate(res):
+        if t.name.startswith(prefix):
+            return v, s
+    raise AssertionError(prefix)
+
+
+class Targets(unittest.TestCase):
+    def test_bandwidth_uses_the_best_staged_variant(self):
+        v, s = status(results(), "tape-bound reverse sweep")
+        self.assertAlmostEqual(v, 0.95)
+        self.assertEqual(s, "met")
+        v, s = status(results(d2d_copy_GBps=4000.0), "tape-bound reverse sweep")
+        self.assertEqual(s, "missed")
+
+    def test_ratios_and_missing_data(self):
+        self.assertEqual(status(results(), "Allen–Cahn 8192")[1], "missed")        # 3.1 > 2.8
+        v, s = status(results(), "Allen–Cahn gradient: PyTorch eager")
+        self.assertAlmostEqual(v, 6.0)
+        self.assertEqual(s, "met")
+        self.assertEqual(status(results(), "Allen–Cahn gradient: torch.compile")[1], "no data")  # error row
+        self.assertEqual(status(results(), "Allen–Cahn gradient: JAX")[1], "no data")
+        v, s = status(results(), "tape-bound reverse: naive")
+        self.assertAlmostEqual(v, 1.5)
+        self.assertEqual(status(results(), "RK4")[1], "no data")
+
+    def test_worst_size_decides(self):
+        v, s = status(results(), "LSTM gradient: tapeflow time / cuDNN")
+        self.assertAlmostEqual(v, 1.5)  # size b: 30 / 20
+        self.assertEqual(s, "missed")
+        v, s = status(results(), "GMM")
+        self.assertAlmostEqual(v, 1.9)
+        self.assertEqual(s, "missed")
+
+
+class Markdown(unittest.TestCase):
+    def test_every_row_and_error_is_rendered(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "r.json")
+            with open(src, "w") as f:
+                json.dump(results(), f)
+            md = os.path.join(tmp, "results.md")
+            png = os.path.join(tmp, "results.png")
+            rc = subprocess.call([sys.executable, os.path.join(BENCH, "render.py"), src, "--md", md, "--png", png])
+            self.assertEqual(rc, 0)
+            with open(md) as f:
+                text = f.read()
+            self.assertIn("Test GPU", text)
+            self.assertIn("| torch.compile | " + AC + " | pytorch | out of memory", text)
+            peers = [line.split("|")[3].strip() for line in text.splitlines()
+                     if line.startswith("| ") and line.count("|") == 12]
+            self.assertEqual(peers.count("tapeflow"), 8)  # the rows without a peer
+            self.assertEqual(peers.count("pytorch"), 4)  # one of them an error row
+            self.assertIn("| missed |", text)
+
+    def test_bad_file_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "r.json")
+            with open(src, "w") as f:
+                json.dump({"device": "x"}, f)
+            rc = subprocess.call([sys.executable, os.path.join(BENCH, "render.py"), src, "--md",
+                                  os.path.join(tmp, "m.md"), "--png", os.path.join(tmp, "p.png")])
+            self.assertEqual(rc, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

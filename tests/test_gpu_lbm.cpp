@@ -97,7 +97,7 @@ void expect_every_policy_agrees()
     for (int percent : {100, 25}) {
       lbm::options b = o;
       b.policy = policy;
-      b.budget_bytes = store.chain.tape_bytes / 100 * static_cast<std::size_t>(percent);
+      b.budget_bytes = store.chain.tape_bytes * static_cast<std::size_t>(percent) / 100;
       lbm::gradient_result<T> const r = lbm::gradient(p, f0, b);
       SCOPED_TRACE(std::string{to_string(policy)} + " at " + std::to_string(percent) + " %: " +
                    r.chain.tiers.describe());

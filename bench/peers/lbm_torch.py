@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: Apache-2.0
+"""LBM D2Q9 in PyTorch: the peer of tapeflow_bench's `lbm` suite (docs/workloads/lbm.md).
+
+Same problem as tapeflow: a periodic nx x ny lattice, state f as 9 planes (here a (9, ny, nx)
+tensor, cell = y*nx + x), T steps of BGK collision (tau = 0.8) then push streaming (torch.roll),
+L = 0.5 * sum(f_T^2); the same near-equilibrium initial distribution (a different seed).
+primal = T steps without grad; grad = forward + backward of L.
+
+    python3 bench/peers/lbm_torch.py --out ROWS.json [--quick]
+
+Rows: workload "lbm", variants "pytorch-eager" and "torch.compile", size "1024x1024 T100 f32"
+("128x128 T10 f32" under --quick), peer "pytorch". Before timing, the gradient is checked at
+6x5 T3 in float64 against central finite differences; a wrong gradient exits non-zero.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+CX = [0, 1, 0, -1, 0, 1, -1, -1, 1]
+CY = [0, 0, 1, 0, -1, 1, 1, -1, -1]
+W = [4 / 9] + [1 / 9] * 4 + [1 / 36] * 4
+TAU = 0.8
+
+
+def size_string(nx: int, ny: int, steps: int, dtype: str = "f32") -> str:
+    return f"{nx}x{ny} T{steps} {dtype}"
+
+
+def lattice(torch, dtype, device):
+    shape = (9, 1, 1)
+    return (torch.tensor(CX, dtype=dtype, device=device).reshape(shape),
+            torch.tensor(CY, dtype=dtype, device=device).reshape(shape),
+            torch.tensor(W, dtype=dtype, device=device).reshape(shape))
+
+
+def equilibrium(rho, ux, uy, cx, cy, w):
+    cu = cx * ux + cy * uy
+    return w * rho * (1 + 3 * cu + 4.5 * cu * cu - 1.5 * (ux * ux + uy * uy))
+
+
+def initial_state(torch, nx: int, ny: int, dtype, device, seed: int):
+    """rho = 1 + 0.1 r, u = 0.05 (r', r''), f_i = feq_i(rho, u) (1 + 0.05 r_i), r uniform in [-1, 1)."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+
+    def r(*shape):
+        return torch.rand(*shape, generator=g, dtype=torch.float64) * 2 - 1
+
+    rho, ux, uy = 1 + 0.1 * r(ny, nx), 0.05 * r(ny, nx), 0.05 * r(ny, nx)
+    cx, cy, w = lattice(torch, torch.float64, "cpu")
+    f = equilibrium(rho, ux, uy, cx, cy, w) * (1 + 0.05 * r(9, ny, nx))
+    return f.to(dtype=dtype, device=device)
+
+
+def make_step(torch, dtype, device):
+    cx, cy, w = lattice(torch, dtype, device)
+    omega = 1.0 / TAU
+
+    def step(f):
+        rho = f.sum(0)
+        ux = (cx * f).sum(0) / rho
+        uy = (cy * f).sum(0) / rho
+        post = f - omega * (f - equilibrium(rho, ux, uy, cx, cy, w))
+        # Push: f_next(x + c_i, i) = post_i(x); dims (0, 1) of a plane are (y, x).
+        return torch.stack([torch.roll(post[i], shifts=(CY[i], CX[i]), dims=(0, 1)) for i in range(9)])
+
+    return step
+
+
+def run(step, f, steps: int):
+    for _ in range(steps):
+        f = step(f)
+    return f
+
+
+def loss(step, f, steps: int):
+    return 0.5 * (run(step, f, steps) ** 2).sum()
+
+
+def gradient(torch, step, f0, steps: int):
+    f = f0.detach().requires_grad_(True)
+    (g,) = torch.autograd.grad(loss(step, f, steps), f)
+    return g
+
+
+def check_gradient(torch, device) -> None:
+    """dL/df0 at 6x5 T3 in float64 against central differences, for eager and compiled steps."""
+    nx, ny, steps, h = 6, 5, 3, 1e-6
+    f0 = initial_state(torch, nx, ny, torch.float64, device, seed=7)
+    eager = make_step(torch, torch.float64, device)
+    g = gradient(torch, eager, f0, steps).flatten().tolist()
+    flat = f0.flatten().clone()
+    fd = []
+    with torch.no_grad():
+        for k in range(flat.numel()):
+            saved = flat[k].item()
+            flat[k] = saved + h
+            up = loss(eager, flat.reshape(f0.shape), steps).item()
+            flat[k] = saved - h
+            down = loss(eager, flat.reshape(f0.shape), steps).item()
+            flat[k] = saved
+            fd.append((up - down) / (2 * h))
+    err = common.relative_error(g, fd)
+    print(f"gradient check (6x5 T3 f64, eager vs central differences): relative error {err:.2e}")
+    if not err < 1e-7:
+        common.fail(f"lbm_torch: the eager gradient is wrong (relative error {err:.3e})")
+    compiled = torch.compile(make_step(torch, torch.float64, device))
+    gc = gradient(torch, compiled, f0, steps).flatten().tolist()
+    err = common.relative_error(gc, fd)
+    print(f"gradient check (6x5 T3 f64, torch.compile vs central differences): relative error {err:.2e}")
+    if not err < 1e-7:
+        common.fail(f"lbm_torch: the compiled gradient is wrong (relative error {err:.3e})")
+
+
+def main() -> None:
+    args = common.parse_args("LBM D2Q9 (PyTorch peer of tapeflow_bench --suite lbm)")
+    import torch
+
+    if not torch.cuda.is_available():
+        common.fail("lbm_torch: no CUDA device")
+    device = "cuda"
+    check_gradient(torch, device)
+
+    nx, ny, steps = (128, 128, 10) if args.quick else (1024, 1024, 100)
+    size = size_string(nx, ny, steps)
+    f0 = initial_state(torch, nx, ny, torch.float32, device, seed=20261140)
+    rows = []
+    for variant, step in (("pytorch-eager", make_step(torch, torch.float32, device)),
+                          ("torch.compile", torch.compile(make_step(torch, torch.float32, device)))):
+        def primal():
+            with torch.no_grad():
+                return run(step, f0, steps)
+
+        primal_ms = common.median_ms_torch(primal, args.warmup, args.repeats)
+        common.torch_peak_bytes(reset=True)
+        grad_ms = common.median_ms_torch(lambda: gradient(torch, step, f0, steps), args.warmup, args.repeats)
+        rows.append(common.row("lbm", variant, size, primal_ms, grad_ms, "pytorch",
+                               peak_device_bytes=common.torch_peak_bytes()))
+    common.write_rows(args.out, rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backends.hpp"
+#include "driver.hpp"
+#include "lbm.hpp"
+#include "math.hpp"
+
+#include <tapeflow/error.hpp>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+namespace tapeflow::workloads::lbm {
+
+void validate(problem const& p, std::size_t values)
+{
+  TAPEFLOW_EXPECTS(p.nx >= 1 && p.ny >= 1, "the lattice needs nx >= 1 and ny >= 1 (got " + std::to_string(p.nx) +
+                                             " x " + std::to_string(p.ny) + ")");
+  TAPEFLOW_EXPECTS(p.steps >= 1, "the number of steps must be at least 1");
+  TAPEFLOW_EXPECTS(std::isfinite(p.tau) && p.tau > 0.5,
+                   "BGK needs a relaxation time tau > 0.5 (omega < 2), got " + std::to_string(p.tau));
+  TAPEFLOW_EXPECTS(p.nx <= (std::size_t{1} << 31) && p.ny <= (std::size_t{1} << 31) &&
+                     p.nx * p.ny <= (std::size_t{1} << 40),
+                   "lattice " + std::to_string(p.nx) + " x " + std::to_string(p.ny) + " is too large");
+  TAPEFLOW_EXPECTS(values == p.values(), "the initial state holds " + std::to_string(values) + " values; a " +
+                                           std::to_string(p.nx) + " x " + std::to_string(p.ny) +
+                                           " D2Q9 lattice needs 9 * nx * ny = " + std::to_string(p.values()));
+}
+
+namespace {
+[[noreturn]] void no_backend(backend kind)
+{
+  TAPEFLOW_FAIL(unavailable_error,
+                "the LBM workload has no " + std::string{to_string(kind)} + " kernels in this build");
+}
+}  // namespace
+
+template <class T>
+gradient_result<T> gradient(problem const& p, std::vector<T> const& f0, options const& o)
+{
+  switch (o.kind) {
+    case backend::cpu: return detail::gradient_cpu(p, f0, o);
+#if defined(TAPEFLOW_HAS_CUDA)
+    case backend::cuda: return detail::gradient_gpu(p, f0, o);
+#elif defined(TAPEFLOW_HAS_HIP)
+    case backend::hip: return detail::gradient_gpu(p, f0, o);
+#endif
+    default: no_backend(o.kind);
+  }
+}
+
+template <class T>
+chain_stats plan(problem const& p, options const& o)
+{
+  validate(p, p.values());
+  return plan_chain(sizeof(record<T>), p.cells(), p.steps, p.values() * sizeof(T), detail::chain_options_of(o));
+}
+
+template <class T>
+std::vector<T> primal(problem const& p, std::vector<T> const& f0, options const& o)
+{
+  switch (o.kind) {
+    case backend::cpu: return detail::primal_cpu(p, f0, o);
+#if defined(TAPEFLOW_HAS_CUDA)
+    case backend::cuda: return detail::primal_gpu(p, f0, o);
+#elif defined(TAPEFLOW_HAS_HIP)
+    case backend::hip: return detail::primal_gpu(p, f0, o);
+#endif
+    default: no_backend(o.kind);
+  }
+}
+
+template <class T>
+T loss(std::vector<T> const& f)
+{
+  return half_sum_of_squares(f.data(), f.size());
+}
+
+template <class T>
+std::vector<T> random_state(problem const& p, std::uint64_t seed)
+{
+  validate(p, p.values());
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> r(-1.0, 1.0);
+  std::size_t const cells = p.cells();
+  std::vector<T> f(p.values());
+  for (std::size_t cell = 0; cell < cells; ++cell) {
+    double const rho = 1.0 + 0.1 * r(rng);
+    double const ux = 0.05 * r(rng);
+    double const uy = 0.05 * r(rng);
+    double const usq = ux * ux + uy * uy;
+    for (int i = 0; i < directions; ++i) {
+      double const cu = cx(i) * ux + cy(i) * uy;
+      double const feq = weight<double>(i) * rho * (1.0 + 3.0 * cu + 4.5 * cu * cu - 1.5 * usq);
+      f[static_cast<std::size_t>(i) * cells + cell] = static_cast<T>(feq * (1.0 + 0.05 * r(rng)));
+    }
+  }
+  return f;
+}
+
+template gradient_result<float> gradient(problem const&, std::vector<float> const&, options const&);
+template gradient_result<double> gradient(problem const&, std::vector<double> const&, options const&);
+template std::vector<float> primal(problem const&, std::vector<float> const&, options const&);
+template std::vector<double> primal(problem const&, std::vector<double> const&, options const&);
+template chain_stats plan<float>(problem const&, options const&);
+template chain_stats plan<double>(problem const&, options const&);
+template float loss(std::vector<float> const&);
+template double loss(std::vector<double> const&);
+template std::vector<float> random_state<float>(problem const&, std::uint64_t);
+template std::vector<double> random_state<double>(problem const&, std::uint64_t);
+
+}  // namespace tapeflow::workloads::lbm

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+// LBM's GPU kernels and chain step (CUDA, or HIP through the platform header). One thread per
+// cell: the primal and the augmented forward read the cell's 9 values from the SoA planes,
+// collide and push to the neighbours; the augmented forward also writes the cell's record (the 9
+// pre-collision values, one coalesced run of 16-byte chunks per warp). The reverse reads the tape
+// only through the staged tile pipeline and gathers g_next from the 9 neighbours (no atomics).
+// Shared by the workload (cuda.cu) and the benchmark suite.
+#pragma once
+
+#include "lbm.hpp"
+#include "math.hpp"
+
+#include <tapeflow/device/launch.cuh>
+#include <tapeflow/device/platform.hpp>
+#include <tapeflow/device/tile_pipeline.cuh>
+#include <tapeflow/memory.hpp>
+
+#if defined(TAPEFLOW_PLATFORM_HIP)
+#include <rocprim/rocprim.hpp>
+#else
+#include <cub/device/device_reduce.cuh>
+#include <cuda/std/functional>
+#endif
+
+namespace tapeflow::workloads::lbm::detail {
+
+inline constexpr int forward_threads = 256;
+
+template <class T>
+__global__ void primal_kernel(T const* __restrict__ in, T* __restrict__ out, std::size_t nx, std::size_t ny, T omega)
+{
+  std::size_t const cells = nx * ny;
+  for (std::size_t cell = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; cell < cells;
+       cell += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    step_cell(in, out, nx, ny, cell, omega);
+  }
+}
+
+template <class T>
+__global__ void augmented_forward_kernel(T const* __restrict__ in, T* __restrict__ out, tape_writer<record<T>> tape,
+                                         std::size_t nx, std::size_t ny, T omega)
+{
+  for (std::size_t cell = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; cell < tape.size();
+       cell += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    tape.write(cell, forward_region(in, out, nx, ny, cell, omega));
+  }
+}
+
+template <class T, int Stages>
+__global__ void reverse_kernel(tape_reader<record<T>> tape, T const* __restrict__ g_next, T* __restrict__ g_f,
+                               std::size_t nx, std::size_t ny, T omega)
+{
+  device::tile_pipeline<record<T>, Stages>::reverse(
+    tape, [&](std::size_t, record<T> const* staged, std::size_t first, std::size_t count) {
+      for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
+        reverse_region(staged[i], g_next, g_f, nx, ny, first + i, omega);
+      }
+    });
+}
+
+template <class T>
+struct half_square {
+  __host__ __device__ T operator()(T v) const noexcept { return T(0.5) * v * v; }
+};
+
+template <class T>
+struct cuda_step {
+  using value_type = T;
+  using record_type = record<T>;
+
+  std::size_t nx;
+  std::size_t ny;
+  T omega;
+  int multiprocessors;
+
+  [[nodiscard]] std::size_t state_size() const noexcept { return 9 * nx * ny; }
+  [[nodiscard]] std::size_t records_per_step() const noexcept { return nx * ny; }
+
+  void forward(std::size_t, T const* in, T* out, stream_view s) const
+  {
+    int const grid = device::grid_for(nx * ny, forward_threads, multiprocessors);
+    primal_kernel<T><<<grid, forward_threads, 0, to_native(s)>>>(in, out, nx, ny, omega);
+    TAPEFLOW_CHECK_LAUNCH();
+  }
+
+  void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view s) const
+  {
+    int const grid = device::grid_for(tape.size(), forward_threads, multiprocessors);
+    augmented_forward_kernel<T><<<grid, forward_threads, 0, to_native(s)>>>(in, out, tape, nx, ny, omega);
+    TAPEFLOW_CHECK_LAUNCH();
+  }
+
+  void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_next, T* g_f,
+               stream_view s) const
+  {
+    device::with_tile_pipeline<record_type>(plan, [&](auto stages) {
+      constexpr int S = decltype(stages)::value;
+      reverse_kernel<T, S><<<plan.grid_blocks, plan.block_threads, plan.smem_bytes, to_native(s)>>>(
+        tape, g_next, g_f, nx, ny, omega);
+      TAPEFLOW_CHECK_LAUNCH();
+    });
+  }
+};
+
+/// L = 0.5 * sum(f^2) on the device: CUB on CUDA, rocPRIM on HIP.
+template <class T>
+T cuda_loss(device_buffer const& state, stream_view s)
+{
+  std::size_t const count = state.size() / sizeof(T);
+  device_buffer out(gpu_backend, sizeof(T), s);
+  std::size_t temp_bytes = 0;
+#if defined(TAPEFLOW_PLATFORM_HIP)
+  auto const squares = rocprim::make_transform_iterator(state.data_as<T>(), half_square<T>{});
+  auto reduce = [&](void* temp) {
+    return rocprim::reduce(temp, temp_bytes, squares, out.data_as<T>(), T(0), count, rocprim::plus<T>{},
+                           to_native(s));
+  };
+#else
+  auto reduce = [&](void* temp) {
+    return cub::DeviceReduce::TransformReduce(temp, temp_bytes, state.data_as<T>(), out.data_as<T>(), count,
+                                              cuda::std::plus<T>{}, half_square<T>{}, T(0), to_native(s));
+  };
+#endif
+  TAPEFLOW_CUDA_TRY(reduce(nullptr));
+  device_buffer temp(gpu_backend, temp_bytes == 0 ? 1 : temp_bytes, s);
+  TAPEFLOW_CUDA_TRY(reduce(temp.data()));
+  T loss{};
+  out.download(&loss, sizeof(T), s);
+  return loss;
+}
+
+}  // namespace tapeflow::workloads::lbm::detail

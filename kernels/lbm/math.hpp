@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: Apache-2.0
+// LBM D2Q9 per-cell math, written once for the CPU reference and the GPU kernels.
+//
+// State: f as 9 planes of nx*ny values (plane i holds f_i; cell = y*nx + x), periodic. One step is
+// BGK collision with omega = 1/tau, then streaming (push):
+//
+//   rho = sum_i f_i,  m = sum_i c_i f_i,  u = m / rho
+//   feq_i = w_i rho (1 + 3 c_i.u + 4.5 (c_i.u)^2 - 1.5 |u|^2)
+//   f_next(x + c_i, i) = f_i(x) - omega (f_i(x) - feq_i(rho(x), u(x)))
+//
+// The adjoint. Streaming is a permutation, so its reverse is the gather
+//   gbar_i(x) = g_next(x + c_i, i).
+// Collision: post_i = (1 - omega) f_i + omega feq_i(rho, m), with feq_i written in rho and m:
+//   feq_i = w_i (rho + 3 c_i.m + 4.5 (c_i.m)^2 / rho - 1.5 |m|^2 / rho), hence
+//   d feq_i / d rho = w_i (1 - 4.5 (c_i.u)^2 + 1.5 |u|^2)             (summed with gbar: A)
+//   d feq_i / d m   = w_i (3 c_i + 9 (c_i.u) c_i - 3 u)                (summed with gbar: B)
+// and d rho / d f_j = 1, d m / d f_j = c_j, so
+//   g_f_j(x) = (1 - omega) gbar_j + omega (A + B . c_j).
+// The reverse needs only the pre-collision f_i(x) of each cell: that is the tape record.
+#pragma once
+
+#include <tapeflow/config.hpp>
+#include <tapeflow/record.hpp>
+
+#include <cstddef>
+
+namespace tapeflow::workloads::lbm {
+
+/// Discrete velocities: 0 at rest, 1..4 along the axes, 5..8 the diagonals.
+inline constexpr int directions = 9;
+
+TAPEFLOW_HOST_DEVICE constexpr int cx(int i) noexcept
+{
+  // 0: (0,0)  1: (1,0)  2: (0,1)  3: (-1,0)  4: (0,-1)  5: (1,1)  6: (-1,1)  7: (-1,-1)  8: (1,-1)
+  return i == 1 || i == 5 || i == 8 ? 1 : (i == 3 || i == 6 || i == 7 ? -1 : 0);
+}
+TAPEFLOW_HOST_DEVICE constexpr int cy(int i) noexcept
+{
+  return i == 2 || i == 5 || i == 6 ? 1 : (i == 4 || i == 7 || i == 8 ? -1 : 0);
+}
+template <class T>
+TAPEFLOW_HOST_DEVICE constexpr T weight(int i) noexcept
+{
+  return i == 0 ? T(4) / T(9) : (i < 5 ? T(1) / T(9) : T(1) / T(36));
+}
+
+/// Values of one tape record: the 9 pre-collision values, padded to whole 16-byte chunks
+/// (12 floats = 48 B, 10 doubles = 80 B).
+template <class T>
+inline constexpr std::size_t record_values =
+  (directions + values_per_chunk<T> - 1) / values_per_chunk<T> * values_per_chunk<T>;
+
+/// One region of the tape: one cell's pre-collision f_0..f_8 at one step (then zero padding).
+template <class T>
+using record = value_record<T, record_values<T>>;
+
+/// The periodic neighbour of `cell` along direction i, on an nx x ny grid.
+TAPEFLOW_HOST_DEVICE inline std::size_t neighbour(std::size_t cell, int i, std::size_t nx, std::size_t ny) noexcept
+{
+  std::size_t const y = cell / nx;
+  std::size_t const x = cell - y * nx;
+  int const dx = cx(i);
+  int const dy = cy(i);
+  std::size_t const xn = dx > 0 ? (x + 1 == nx ? 0 : x + 1) : (dx < 0 ? (x == 0 ? nx - 1 : x - 1) : x);
+  std::size_t const yn = dy > 0 ? (y + 1 == ny ? 0 : y + 1) : (dy < 0 ? (y == 0 ? ny - 1 : y - 1) : y);
+  return yn * nx + xn;
+}
+
+/// The post-collision values of one cell from its pre-collision values.
+template <class T>
+TAPEFLOW_HOST_DEVICE void collide(T const (&f)[directions], T omega, T (&post)[directions]) noexcept
+{
+  T rho = 0;
+  T mx = 0;
+  T my = 0;
+  for (int i = 0; i < directions; ++i) {
+    rho += f[i];
+    mx += T(cx(i)) * f[i];
+    my += T(cy(i)) * f[i];
+  }
+  T const ux = mx / rho;
+  T const uy = my / rho;
+  T const usq = ux * ux + uy * uy;
+  for (int i = 0; i < directions; ++i) {
+    T const cu = T(cx(i)) * ux + T(cy(i)) * uy;
+    T const feq = weight<T>(i) * rho * (T(1) + T(3) * cu + T(4.5) * cu * cu - T(1.5) * usq);
+    post[i] = f[i] - omega * (f[i] - feq);
+  }
+}
+
+/// dL/df of one cell from its pre-collision values `f` and the adjoint `gbar` of its
+/// post-collision values (the derivation is at the top of this file).
+template <class T>
+TAPEFLOW_HOST_DEVICE void collide_adjoint(T const (&f)[directions], T const (&gbar)[directions], T omega,
+                                          T (&g)[directions]) noexcept
+{
+  T rho = 0;
+  T mx = 0;
+  T my = 0;
+  for (int i = 0; i < directions; ++i) {
+    rho += f[i];
+    mx += T(cx(i)) * f[i];
+    my += T(cy(i)) * f[i];
+  }
+  T const ux = mx / rho;
+  T const uy = my / rho;
+  T const usq = ux * ux + uy * uy;
+  T a = 0;
+  T bx = 0;
+  T by = 0;
+  for (int i = 0; i < directions; ++i) {
+    T const cxi = T(cx(i));
+    T const cyi = T(cy(i));
+    T const cu = cxi * ux + cyi * uy;
+    T const wg = weight<T>(i) * gbar[i];
+    a += wg * (T(1) - T(4.5) * cu * cu + T(1.5) * usq);
+    bx += wg * (T(3) * cxi + T(9) * cu * cxi - T(3) * ux);
+    by += wg * (T(3) * cyi + T(9) * cu * cyi - T(3) * uy);
+  }
+  for (int j = 0; j < directions; ++j) {
+    g[j] = (T(1) - omega) * gbar[j] + omega * (a + bx * T(cx(j)) + by * T(cy(j)));
+  }
+}
+
+/// One primal step of one cell: collide, push to the neighbours of `out`.
+template <class T>
+TAPEFLOW_HOST_DEVICE void step_cell(T const* in, T* out, std::size_t nx, std::size_t ny, std::size_t cell,
+                                    T omega) noexcept
+{
+  std::size_t const cells = nx * ny;
+  T f[directions];
+  for (int i = 0; i < directions; ++i) { f[i] = in[static_cast<std::size_t>(i) * cells + cell]; }
+  T post[directions];
+  collide(f, omega, post);
+  for (int i = 0; i < directions; ++i) {
+    out[static_cast<std::size_t>(i) * cells + neighbour(cell, i, nx, ny)] = post[i];
+  }
+}
+
+/// The augmented forward of one cell: the primal step, and the record to tape.
+template <class T>
+TAPEFLOW_HOST_DEVICE record<T> forward_region(T const* in, T* out, std::size_t nx, std::size_t ny,
+                                              std::size_t cell, T omega) noexcept
+{
+  std::size_t const cells = nx * ny;
+  record<T> rec;
+  T f[directions];
+  for (int i = 0; i < directions; ++i) {
+    f[i] = in[static_cast<std::size_t>(i) * cells + cell];
+    rec.values[i] = f[i];
+  }
+  for (std::size_t i = directions; i < record_values<T>; ++i) { rec.values[i] = T(0); }
+  T post[directions];
+  collide(f, omega, post);
+  for (int i = 0; i < directions; ++i) {
+    out[static_cast<std::size_t>(i) * cells + neighbour(cell, i, nx, ny)] = post[i];
+  }
+  return rec;
+}
+
+/// The reverse of one cell from its staged record: gathers g_next from the 9 neighbours the
+/// forward pushed to and writes dL/df of the cell's 9 values.
+template <class T>
+TAPEFLOW_HOST_DEVICE void reverse_region(record<T> const& rec, T const* g_next, T* g_f, std::size_t nx,
+                                         std::size_t ny, std::size_t cell, T omega) noexcept
+{
+  std::size_t const cells = nx * ny;
+  T f[directions];
+  T gbar[directions];
+  for (int i = 0; i < directions; ++i) {
+    f[i] = rec.values[i];
+    gbar[i] = g_next[static_cast<std::size_t>(i) * cells + neighbour(cell, i, nx, ny)];
+  }
+  T g[directions];
+  collide_adjoint(f, gbar, omega, g);
+  for (int j = 0; j < directions; ++j) { g_f[static_cast<std::size_t>(j) * cells + cell] = g[j]; }
+}
+
+/// L = 0.5 * sum(f^2) over `count` values, accumulated in double (host).
+template <class T>
+T half_sum_of_squares(T const* f, std::size_t count) noexcept
+{
+  double sum = 0;
+  for (std::size_t i = 0; i < count; ++i) { sum += static_cast<double>(f[i]) * static_cast<double>(f[i]); }
+  return static_cast<T>(0.5 * sum);
+}
+
+}  // namespace tapeflow::workloads::lbm

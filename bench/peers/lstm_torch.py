@@ -54,19 +54,22 @@ def make_problem(torch, shape, dtype, device, seed):
     return w, u, b, x
 
 
-def cell(wx_t, h, c, u, b):
-    """One step of the hand-written cell: z = W x_t + U h + b, gates i, f, g, o."""
-    import torch
+def make_cell(torch):
+    """One step of the hand-written cell: z = W x_t + U h + b, gates i, f, g, o. (A closure over
+    the torch module, so this file imports without PyTorch and torch.compile traces plain calls.)"""
 
-    z = wx_t + h @ u.t() + b
-    i, f, g, o = z.chunk(4, dim=1)
-    i = torch.sigmoid(i)
-    f = torch.sigmoid(f)
-    g = torch.tanh(g)
-    o = torch.sigmoid(o)
-    c = f * c + i * g
-    h = o * torch.tanh(c)
-    return h, c
+    def cell(wx_t, h, c, u, b):
+        z = wx_t + h @ u.t() + b
+        i, f, g, o = z.chunk(4, dim=1)
+        i = torch.sigmoid(i)
+        f = torch.sigmoid(f)
+        g = torch.tanh(g)
+        o = torch.sigmoid(o)
+        c = f * c + i * g
+        h = o * torch.tanh(c)
+        return h, c
+
+    return cell
 
 
 def handwritten_loss(step, w, u, b, x):
@@ -104,6 +107,7 @@ class CudnnLstm:
 def check_gradients(torch, device) -> None:
     """Once, at a tiny size: the float64 hand-written cell against central differences, then
     cuDNN and torch.compile against the eager cell in float32."""
+    cell = make_cell(torch)
     w, u, b, x = make_problem(torch, CHECK_SIZE, torch.float64, device, seed=7)
     params = [w, u, b]
     grads = torch.autograd.grad(handwritten_loss(cell, w, u, b, x), params)
@@ -153,6 +157,7 @@ def main() -> None:
     device = torch.device("cuda")
     check_gradients(torch, device)
 
+    cell = make_cell(torch)
     compiled_cell = torch.compile(cell)
     rows = []
     for shape in QUICK_SIZES if args.quick else SIZES:

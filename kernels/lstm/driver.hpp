@@ -36,7 +36,7 @@ struct step_buffers {
   T* dw{nullptr};        ///< dL/dW accumulator, 4H x I row-major
   T* du{nullptr};        ///< dL/dU accumulator, 4H x H row-major
   T* db{nullptr};        ///< dL/db accumulator, 4H
-  T const* ones{nullptr};///< B ones (db as a GEMV)
+  T const* ones{nullptr};  ///< B ones (db as a GEMV)
 };
 
 /// The buffers of one problem on one backend. `gradients` adds the reverse's scratch and

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backends.hpp"
+#include "driver.hpp"
+#include "lstm.hpp"
+#include "math.hpp"
+
+#include <tapeflow/error.hpp>
+
+#include <climits>
+#include <cstddef>
+#include <limits>
+#include <string>
+
+namespace tapeflow::workloads::lstm {
+
+namespace {
+
+/// a * b, or a logic_error naming `what` when it does not fit a size_t.
+std::size_t checked_product(std::size_t a, std::size_t b, char const* what)
+{
+  TAPEFLOW_EXPECTS(b == 0 || a <= std::numeric_limits<std::size_t>::max() / b,
+                   std::string{what} + " overflows the address space");
+  return a * b;
+}
+
+void expect_size(std::size_t got, std::size_t want, std::string const& what)
+{
+  TAPEFLOW_EXPECTS(got == want, what + " holds " + std::to_string(got) + " values; the problem needs " +
+                                  std::to_string(want));
+}
+
+[[noreturn]] void no_backend(backend kind)
+{
+  TAPEFLOW_FAIL(unavailable_error, "the LSTM workload has no " + std::string{to_string(kind)} +
+                                     " path in this build (its GPU path is CUDA-only: cuBLAS)");
+}
+
+/// The sizes alone: every size at least 1, the cuBLAS dimensions (4H, T B, I, H) in an int, and
+/// every buffer's byte count in a size_t.
+void check_problem(problem const& p, std::size_t value_bytes)
+{
+  TAPEFLOW_EXPECTS(p.batch >= 1, "the batch size B must be at least 1");
+  TAPEFLOW_EXPECTS(p.steps >= 1, "the number of steps T must be at least 1");
+  TAPEFLOW_EXPECTS(p.input >= 1, "the input size I must be at least 1");
+  TAPEFLOW_EXPECTS(p.hidden >= 1, "the hidden size H must be at least 1");
+  std::size_t const int_max = static_cast<std::size_t>(INT_MAX);
+  std::size_t const gates = checked_product(4, p.hidden, "4H");
+  std::size_t const columns = checked_product(p.steps, p.batch, "T B");
+  TAPEFLOW_EXPECTS(gates <= int_max && columns <= int_max && p.input <= int_max,
+                   "4H, T B and I must each fit a 32-bit int (cuBLAS's dimensions)");
+  std::size_t const cells = checked_product(p.batch, p.hidden, "B H");
+  static_cast<void>(checked_product(checked_product(2, cells, "the state"), value_bytes, "the state's bytes"));
+  static_cast<void>(checked_product(checked_product(gates, columns, "W X"), value_bytes, "W X's bytes"));
+  static_cast<void>(checked_product(checked_product(columns, p.input, "x"), value_bytes, "x's bytes"));
+  static_cast<void>(checked_product(checked_product(gates, p.input, "W"), value_bytes, "W's bytes"));
+  static_cast<void>(checked_product(checked_product(gates, p.hidden, "U"), value_bytes, "U's bytes"));
+}
+
+}  // namespace
+
+template <class T>
+void validate(problem const& p, weights<T> const& params, sequence<T> const& seq)
+{
+  check_problem(p, sizeof(T));
+  std::size_t const gates = 4 * p.hidden;
+  std::size_t const cells = p.batch * p.hidden;
+  expect_size(params.w.size(), gates * p.input, "W (4H x I)");
+  expect_size(params.u.size(), gates * p.hidden, "U (4H x H)");
+  expect_size(params.b.size(), gates, "b (4H)");
+  expect_size(seq.x.size(), p.steps * p.batch * p.input, "x (T x B x I)");
+  TAPEFLOW_EXPECTS(seq.h0.empty() || seq.h0.size() == cells,
+                   "h0 holds " + std::to_string(seq.h0.size()) + " values; it must be empty or B x H = " +
+                     std::to_string(cells));
+  TAPEFLOW_EXPECTS(seq.c0.empty() || seq.c0.size() == cells,
+                   "c0 holds " + std::to_string(seq.c0.size()) + " values; it must be empty or B x H = " +
+                     std::to_string(cells));
+}
+
+template <class T>
+gradient_result<T> gradient(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
+{
+  switch (o.kind) {
+    case backend::cpu: return detail::gradient_cpu(p, params, seq, o);
+#if defined(TAPEFLOW_HAS_CUDA)
+    case backend::cuda: return detail::gradient_cuda(p, params, seq, o);
+#endif
+    default: no_backend(o.kind);
+  }
+}
+
+template <class T>
+chain_stats plan(problem const& p, options const& o)
+{
+  check_problem(p, sizeof(T));
+  if (o.kind != backend::cpu && o.kind != backend::cuda) { no_backend(o.kind); }
+  return plan_chain(sizeof(record<T>), p.batch * p.hidden, p.steps, 2 * p.batch * p.hidden * sizeof(T),
+                    detail::chain_options_of(o));
+}
+
+template <class T>
+final_state<T> primal(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
+{
+  switch (o.kind) {
+    case backend::cpu: return detail::primal_cpu(p, params, seq, o);
+#if defined(TAPEFLOW_HAS_CUDA)
+    case backend::cuda: return detail::primal_cuda(p, params, seq, o);
+#endif
+    default: no_backend(o.kind);
+  }
+}
+
+template <class T>
+T loss(std::vector<T> const& h)
+{
+  return detail::sum_of(h.data(), h.size());
+}
+
+template <class T>
+std::size_t layer_bytes(problem const& p) noexcept
+{
+  return p.batch * p.hidden * sizeof(record<T>);
+}
+
+template void validate(problem const&, weights<float> const&, sequence<float> const&);
+template void validate(problem const&, weights<double> const&, sequence<double> const&);
+template gradient_result<float> gradient(problem const&, weights<float> const&, sequence<float> const&,
+                                         options const&);
+template gradient_result<double> gradient(problem const&, weights<double> const&, sequence<double> const&,
+                                          options const&);
+template final_state<float> primal(problem const&, weights<float> const&, sequence<float> const&, options const&);
+template final_state<double> primal(problem const&, weights<double> const&, sequence<double> const&, options const&);
+template chain_stats plan<float>(problem const&, options const&);
+template chain_stats plan<double>(problem const&, options const&);
+template float loss(std::vector<float> const&);
+template double loss(std::vector<double> const&);
+template std::size_t layer_bytes<float>(problem const&) noexcept;
+template std::size_t layer_bytes<double>(problem const&) noexcept;
+
+}  // namespace tapeflow::workloads::lstm

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+// The LSTM on the CPU reference backend: the matrix products as plain loops, the cells through the
+// shared math, the reverse's records streamed by the worker-thread staging ring.
+#include "backends.hpp"
+#include "driver.hpp"
+#include "math.hpp"
+
+#include <tapeflow/cpu/tile_ring.hpp>
+
+#include <memory>
+
+namespace tapeflow::workloads::lstm::detail {
+namespace {
+
+/// The staging ring of one gradient, built by the first reverse step from the chain's plan.
+template <class R>
+struct staging {
+  std::unique_ptr<cpu::tile_ring<R>> ring;
+
+  cpu::tile_ring<R>& for_plan(pipeline_plan const& plan)
+  {
+    if (!ring) { ring = std::make_unique<cpu::tile_ring<R>>(plan); }
+    return *ring;
+  }
+};
+
+template <class T>
+struct cpu_step {
+  using value_type = T;
+  using record_type = record<T>;
+
+  problem p;
+  step_buffers<T> buf;
+  std::shared_ptr<staging<record_type>> stage;
+
+  [[nodiscard]] std::size_t gates() const noexcept { return 4 * p.hidden; }
+  [[nodiscard]] std::size_t state_size() const noexcept { return 2 * p.batch * p.hidden; }
+  [[nodiscard]] std::size_t records_per_step() const noexcept { return p.batch * p.hidden; }
+
+  /// wx[:, t B + b] = W x_t[b] for every step at once.
+  void project_inputs(stream_view) const
+  {
+    std::size_t const G = gates();
+    for (std::size_t tb = 0; tb < p.steps * p.batch; ++tb) {
+      T const* x = buf.x + tb * p.input;
+      for (std::size_t r = 0; r < G; ++r) {
+        T const* w = buf.w + r * p.input;
+        T acc = 0;
+        for (std::size_t i = 0; i < p.input; ++i) { acc += w[i] * x[i]; }
+        buf.wx[tb * G + r] = acc;
+      }
+    }
+  }
+
+  /// z[:, b] = U h[b].
+  void recurrent(T const* h) const
+  {
+    std::size_t const G = gates();
+    for (std::size_t b = 0; b < p.batch; ++b) {
+      for (std::size_t r = 0; r < G; ++r) {
+        T const* u = buf.u + r * p.hidden;
+        T acc = 0;
+        for (std::size_t j = 0; j < p.hidden; ++j) { acc += u[j] * h[b * p.hidden + j]; }
+        buf.z[b * G + r] = acc;
+      }
+    }
+  }
+
+  void forward(std::size_t t, T const* in, T* out, stream_view) const
+  {
+    recurrent(in);
+    T const* wx = buf.wx + t * p.batch * gates();
+    for (std::size_t r = 0; r < records_per_step(); ++r) {
+      static_cast<void>(forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r));
+    }
+  }
+
+  void augmented_forward(std::size_t t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
+  {
+    recurrent(in);
+    T const* wx = buf.wx + t * p.batch * gates();
+    for (std::size_t r = 0; r < tape.size(); ++r) {
+      tape.write(r, forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r));
+    }
+  }
+
+  void reverse(std::size_t t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
+               stream_view) const
+  {
+    stage->for_plan(plan).reverse(
+      tape, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
+        for (std::size_t k = 0; k < count; ++k) {
+          reverse_cell(staged[k], g_out, g_in, buf.dz, buf.h_prev, p.hidden, p.batch, first + k);
+        }
+      });
+    std::size_t const G = gates();
+    T const* x = buf.x + t * p.batch * p.input;
+    // dW += δz X_tᵀ, dU += δz H_prevᵀ, db += Σ_b δz.
+    for (std::size_t r = 0; r < G; ++r) {
+      for (std::size_t i = 0; i < p.input; ++i) {
+        T acc = 0;
+        for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r] * x[b * p.input + i]; }
+        buf.dw[r * p.input + i] += acc;
+      }
+      for (std::size_t j = 0; j < p.hidden; ++j) {
+        T acc = 0;
+        for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r] * buf.h_prev[b * p.hidden + j]; }
+        buf.du[r * p.hidden + j] += acc;
+      }
+      T acc = 0;
+      for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r]; }
+      buf.db[r] += acc;
+    }
+    // dL/dh_prev = Uᵀ δz.
+    for (std::size_t b = 0; b < p.batch; ++b) {
+      for (std::size_t j = 0; j < p.hidden; ++j) {
+        T acc = 0;
+        for (std::size_t r = 0; r < G; ++r) { acc += buf.u[r * p.hidden + j] * buf.dz[b * G + r]; }
+        g_in[b * p.hidden + j] = acc;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+template <class T>
+gradient_result<T> gradient_cpu(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
+{
+  auto stage = std::make_shared<staging<record<T>>>();
+  gradient_result<T> result = run_gradient<T>(
+    [&](step_buffers<T> buf) { return cpu_step<T>{p, buf, stage}; }, p, params, seq, o);
+  if (stage->ring) { result.staging = stage->ring->stats(); }
+  return result;
+}
+
+template <class T>
+final_state<T> primal_cpu(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
+{
+  return run_primal<T>([&](step_buffers<T> buf) { return cpu_step<T>{p, buf, nullptr}; }, p, params, seq, o);
+}
+
+template gradient_result<float> gradient_cpu(problem const&, weights<float> const&, sequence<float> const&,
+                                             options const&);
+template gradient_result<double> gradient_cpu(problem const&, weights<double> const&, sequence<double> const&,
+                                              options const&);
+template final_state<float> primal_cpu(problem const&, weights<float> const&, sequence<float> const&, options const&);
+template final_state<double> primal_cpu(problem const&, weights<double> const&, sequence<double> const&,
+                                        options const&);
+
+}  // namespace tapeflow::workloads::lstm::detail

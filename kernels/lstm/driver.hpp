@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+// The backend-independent host side of the LSTM gradient: the buffers a step points at, the input
+// projection W X of every step, the chain's forward over the state (h, c), L = Σ h_T, the seed
+// (g_h, g_c) = (1, 0), the chain's reverse with the parameter gradients accumulated by each step,
+// and the downloads. Each backend supplies its Step (cpu.cpp, cuda_step.cuh).
+#pragma once
+
+#include "lstm.hpp"
+#include "math.hpp"
+
+#include <tapeflow/chain.hpp>
+#include <tapeflow/memory.hpp>
+#include <tapeflow/nvtx.hpp>
+#include <tapeflow/stream.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace tapeflow::workloads::lstm::detail {
+
+/// What a step reads and writes besides the chain's state and tape, in the backend's memory.
+/// Matrices are column-major in cuBLAS's sense (see cuda_step.cuh); the weights are the user's
+/// row-major arrays, which are their transposes column-major.
+template <class T>
+struct step_buffers {
+  T const* w{nullptr};   ///< 4H x I row-major
+  T const* u{nullptr};   ///< 4H x H row-major
+  T const* b{nullptr};   ///< 4H
+  T const* x{nullptr};   ///< T x B x I
+  T* wx{nullptr};        ///< W x_t of every step: 4H x (T B) column-major, written by project_inputs
+  T* z{nullptr};         ///< U h of one step: 4H x B column-major (forward scratch)
+  T* dz{nullptr};        ///< δz of one step: 4H x B column-major (reverse scratch)
+  T* h_prev{nullptr};    ///< h of one step unpacked from the tape: B x H (reverse scratch)
+  T* dw{nullptr};        ///< dL/dW accumulator, 4H x I row-major
+  T* du{nullptr};        ///< dL/dU accumulator, 4H x H row-major
+  T* db{nullptr};        ///< dL/db accumulator, 4H
+  T const* ones{nullptr};  ///< B ones (db as a GEMV)
+};
+
+/// The buffers of one problem on one backend. `gradients` adds the reverse's scratch and
+/// accumulators (a primal run needs neither).
+template <class T>
+struct workspace {
+  std::size_t gates;  // 4H
+  device_buffer w, u, b, x, wx, z, dz, h_prev, dw, du, db, ones;
+
+  workspace(backend kind, problem const& p, bool gradients, stream_view s)
+    : gates(4 * p.hidden), w(kind, gates * p.input * sizeof(T), s), u(kind, gates * p.hidden * sizeof(T), s),
+      b(kind, gates * sizeof(T), s), x(kind, p.steps * p.batch * p.input * sizeof(T), s),
+      wx(kind, gates * p.steps * p.batch * sizeof(T), s), z(kind, gates * p.batch * sizeof(T), s)
+  {
+    if (!gradients) { return; }
+    dz = device_buffer(kind, gates * p.batch * sizeof(T), s);
+    h_prev = device_buffer(kind, p.batch * p.hidden * sizeof(T), s);
+    dw = device_buffer(kind, w.size(), s);
+    du = device_buffer(kind, u.size(), s);
+    db = device_buffer(kind, b.size(), s);
+    ones = device_buffer(kind, p.batch * sizeof(T), s);
+    std::vector<T> const one(p.batch, T(1));
+    ones.upload(one.data(), ones.size(), s);
+  }
+
+  void upload(weights<T> const& params, sequence<T> const& seq, stream_view s)
+  {
+    w.upload(params.w.data(), w.size(), s);
+    u.upload(params.u.data(), u.size(), s);
+    b.upload(params.b.data(), b.size(), s);
+    x.upload(seq.x.data(), x.size(), s);
+  }
+
+  /// The accumulators start every reverse at zero (all-zero bytes are 0.0).
+  void zero_gradients(stream_view s)
+  {
+    dw.fill(0, s);
+    du.fill(0, s);
+    db.fill(0, s);
+  }
+
+  [[nodiscard]] step_buffers<T> buffers() noexcept
+  {
+    return {w.data_as<T>(),  u.data_as<T>(),      b.data_as<T>(),  x.data_as<T>(),
+            wx.data_as<T>(), z.data_as<T>(),      dz.data_as<T>(), h_prev.data_as<T>(),
+            dw.data_as<T>(), du.data_as<T>(),     db.data_as<T>(), ones.data_as<T>()};
+  }
+};
+
+inline chain_options chain_options_of(options const& o)
+{
+  chain_options c;
+  c.kind = o.kind;
+  c.policy = o.policy;
+  c.budget_bytes = o.budget_bytes;
+  c.host_budget_bytes = o.host_budget_bytes;
+  c.bw = o.bw;
+  c.pipeline = o.pipeline;
+  c.measure_time = o.measure_time;
+  c.poison = o.poison;
+  c.progress = o.progress;
+  return c;
+}
+
+/// The chain's initial state: h0 then c0 (zeros where the sequence leaves them empty).
+template <class T>
+void upload_state(device_buffer& state, problem const& p, sequence<T> const& seq, stream_view s)
+{
+  std::size_t const half = p.batch * p.hidden * sizeof(T);
+  state.fill(0, s);
+  if (!seq.h0.empty()) { state.upload(seq.h0.data(), half, s); }
+  if (!seq.c0.empty()) { state.upload(seq.c0.data(), half, s, half); }
+}
+
+/// Σ h over the first B x H values of a downloaded state, in double.
+template <class T>
+T sum_of(T const* h, std::size_t count) noexcept
+{
+  double sum = 0;
+  for (std::size_t k = 0; k < count; ++k) { sum += static_cast<double>(h[k]); }
+  return static_cast<T>(sum);
+}
+
+/// `make_step(buffers)` builds the backend's Step over the workspace.
+template <class T, class MakeStep>
+gradient_result<T> run_gradient(MakeStep&& make_step, problem const& p, weights<T> const& params,
+                                sequence<T> const& seq, options const& o)
+{
+  TAPEFLOW_NVTX_RANGE("tapeflow::lstm::gradient");
+  validate(p, params, seq);
+  using step_type = decltype(make_step(std::declval<step_buffers<T>>()));
+  stream_view const s = o.stream;
+  std::size_t const cells = p.batch * p.hidden;
+  std::size_t const state_bytes = 2 * cells * sizeof(T);
+  reset_device_memory_peak(o.kind);
+
+  workspace<T> ws(o.kind, p, true, s);
+  ws.upload(params, seq, s);
+  step_type const step = make_step(ws.buffers());
+  chain<step_type> c(step, p.steps, chain_options_of(o));
+
+  device_buffer state(o.kind, state_bytes, s);
+  upload_state(state, p, seq, s);
+  step.project_inputs(s);
+  c.forward(state, s);
+
+  gradient_result<T> result;
+  std::vector<T> final_h(cells);
+  state.download(final_h.data(), cells * sizeof(T), s);
+  result.loss = sum_of(final_h.data(), cells);
+
+  // dL/dh_T = 1, dL/dc_T = 0.
+  std::vector<T> seed(2 * cells, T(0));
+  std::fill(seed.begin(), seed.begin() + static_cast<std::ptrdiff_t>(cells), T(1));
+  device_buffer adjoint(o.kind, state_bytes, s);
+  adjoint.upload(seed.data(), state_bytes, s);
+  ws.zero_gradients(s);
+  c.reverse(adjoint, s);
+
+  result.gradient.w.resize(params.w.size());
+  result.gradient.u.resize(params.u.size());
+  result.gradient.b.resize(params.b.size());
+  ws.dw.download(result.gradient.w.data(), ws.dw.size(), s);
+  ws.du.download(result.gradient.u.data(), ws.du.size(), s);
+  ws.db.download(result.gradient.b.data(), ws.db.size(), s);
+  result.chain = c.stats();
+  result.peak_device_bytes = device_memory_usage(o.kind).peak_bytes;
+  return result;
+}
+
+/// (h_T, c_T) by T untaped steps of `make_step(buffers)`.
+template <class T, class MakeStep>
+final_state<T> run_primal(MakeStep&& make_step, problem const& p, weights<T> const& params, sequence<T> const& seq,
+                          options const& o)
+{
+  TAPEFLOW_NVTX_RANGE("tapeflow::lstm::primal");
+  validate(p, params, seq);
+  stream_view const s = o.stream;
+  std::size_t const cells = p.batch * p.hidden;
+  workspace<T> ws(o.kind, p, false, s);
+  ws.upload(params, seq, s);
+  auto const step = make_step(ws.buffers());
+  device_buffer a(o.kind, 2 * cells * sizeof(T), s);
+  device_buffer b(o.kind, 2 * cells * sizeof(T), s);
+  upload_state(a, p, seq, s);
+  step.project_inputs(s);
+  for (std::size_t t = 0; t < p.steps; ++t) {
+    step.forward(t, a.data_as<T>(), b.data_as<T>(), s);
+    std::swap(a, b);
+  }
+  final_state<T> out;
+  out.h.resize(cells);
+  out.c.resize(cells);
+  a.download(out.h.data(), cells * sizeof(T), s);
+  a.download(out.c.data(), cells * sizeof(T), s, cells * sizeof(T));
+  return out;
+}
+
+}  // namespace tapeflow::workloads::lstm::detail

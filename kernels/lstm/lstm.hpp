@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+// The LSTM workload: one layer, T steps over a batch of B sequences, loss L = Σ h_T, gradient
+// dL/d(W, U, b) through tapeflow's tape (the configuration of Futhark's AD evaluation: the matrix
+// products on cuBLAS, the cells in tapeflow's kernels). See docs/workloads/lstm.md.
+#pragma once
+
+#include <tapeflow/backend.hpp>
+#include <tapeflow/chain.hpp>
+#include <tapeflow/cpu/tile_ring.hpp>
+#include <tapeflow/plan.hpp>
+#include <tapeflow/policy.hpp>
+#include <tapeflow/stream.hpp>
+#include <tapeflow/tiers.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+namespace tapeflow::workloads::lstm {
+
+struct problem {
+  std::size_t batch{0};   ///< B
+  std::size_t steps{0};   ///< T
+  std::size_t input{0};   ///< I
+  std::size_t hidden{0};  ///< H
+};
+
+/// The layer's parameters, row-major as in PyTorch's weight_ih_l0 / weight_hh_l0, gates i, f, g, o.
+template <class T>
+struct weights {
+  std::vector<T> w;  ///< 4H x I
+  std::vector<T> u;  ///< 4H x H
+  std::vector<T> b;  ///< 4H
+};
+
+/// The inputs of one run: x_t for t = 0..T-1 (T x B x I, row-major: x[t][b][i]) and the initial
+/// state (B x H each; empty means zeros).
+template <class T>
+struct sequence {
+  std::vector<T> x;
+  std::vector<T> h0;
+  std::vector<T> c0;
+};
+
+struct options {
+  backend kind{backend::cpu};
+  tape_policy policy{tape_policy::automatic};
+  std::size_t budget_bytes{0};       ///< device bytes the tape may hold; 0: no limit
+  std::size_t host_budget_bytes{0};  ///< pinned host bytes the host tier may hold; 0: no limit
+  bandwidths bw{};                   ///< copy bandwidths for the planner; zeros: measured
+  pipeline_request pipeline{};       ///< tile/stage/thread overrides of the cells' reverse
+  /// Stream the work is ordered on (the backend's default stream when default-constructed).
+  /// gradient() and primal() return host vectors, so they wait for it before returning.
+  stream_view stream{};
+  bool measure_time{true};
+  /// Fill every buffer the chain writes with NaN before it is written (tests).
+  bool poison{false};
+  std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
+};
+
+template <class T>
+struct gradient_result {
+  T loss{};                          ///< Σ h_T
+  weights<T> gradient;               ///< dL/dW, dL/dU, dL/db, shaped like the weights
+  chain_stats chain{};
+  std::size_t peak_device_bytes{0};  ///< every tapeflow allocation on the backend, peak
+  cpu::ring_stats staging{};         ///< CPU backend only
+};
+
+/// The final state of a run without a tape.
+template <class T>
+struct final_state {
+  std::vector<T> h;  ///< B x H
+  std::vector<T> c;  ///< B x H
+};
+
+/// Throws logic_error unless every size is at least 1, the products fit the matrix libraries'
+/// int dimensions, and the weights and the sequence have the sizes the problem says.
+template <class T>
+void validate(problem const& p, weights<T> const& params, sequence<T> const& seq);
+
+/// L = Σ h_T and dL/d(W, U, b). The CUDA backend runs the matrix products on cuBLAS in full
+/// fp32/fp64 (no TF32); there is no HIP path (unavailable_error).
+template <class T>
+[[nodiscard]] gradient_result<T> gradient(problem const& p, weights<T> const& params, sequence<T> const& seq,
+                                          options const& o);
+
+/// What gradient() will do (policy, tape size, tiling) without running it.
+template <class T>
+[[nodiscard]] chain_stats plan(problem const& p, options const& o);
+
+/// (h_T, c_T) without a tape.
+template <class T>
+[[nodiscard]] final_state<T> primal(problem const& p, weights<T> const& params, sequence<T> const& seq,
+                                    options const& o);
+
+/// L = Σ h, accumulated in double.
+template <class T>
+[[nodiscard]] T loss(std::vector<T> const& h);
+
+/// Tape bytes of one step: B x H records.
+template <class T>
+[[nodiscard]] std::size_t layer_bytes(problem const& p) noexcept;
+
+}  // namespace tapeflow::workloads::lstm

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: Apache-2.0
+// The LSTM on the CPU backend: the cell's adjoint and the whole gradient dL/d(W, U, b) against
+// central finite differences in long double, every policy and tiling giving the same bits, and
+// typed errors for bad problems.
+#include "reference.hpp"
+
+#include <lstm/lstm.hpp>
+#include <lstm/math.hpp>
+#include <tapeflow/error.hpp>
+#include <tapeflow/memory.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace tapeflow {
+namespace {
+
+namespace ls = workloads::lstm;
+using testing::real;
+
+// ---- an independent long-double LSTM (no tape, none of the library's code) -------------------
+struct reference_lstm {
+  ls::problem p;
+  std::vector<real> w, u, b, x, h0, c0;
+};
+
+real sigmoid_ld(real v) { return 1 / (1 + std::exp(-v)); }
+
+/// L = Σ h_T of the reference, gate order i, f, g, o.
+real reference_loss(reference_lstm const& m)
+{
+  std::size_t const B = m.p.batch, I = m.p.input, H = m.p.hidden, G = 4 * H;
+  std::vector<real> h = m.h0.empty() ? std::vector<real>(B * H, 0) : m.h0;
+  std::vector<real> c = m.c0.empty() ? std::vector<real>(B * H, 0) : m.c0;
+  std::vector<real> z(G);
+  for (std::size_t t = 0; t < m.p.steps; ++t) {
+    std::vector<real> h_next(B * H), c_next(B * H);
+    for (std::size_t bb = 0; bb < B; ++bb) {
+      for (std::size_t r = 0; r < G; ++r) {
+        real acc = m.b[r];
+        for (std::size_t i = 0; i < I; ++i) { acc += m.w[r * I + i] * m.x[(t * B + bb) * I + i]; }
+        for (std::size_t j = 0; j < H; ++j) { acc += m.u[r * H + j] * h[bb * H + j]; }
+        z[r] = acc;
+      }
+      for (std::size_t j = 0; j < H; ++j) {
+        real const ig = sigmoid_ld(z[j]), fg = sigmoid_ld(z[H + j]), gg = std::tanh(z[2 * H + j]),
+                   og = sigmoid_ld(z[3 * H + j]);
+        c_next[bb * H + j] = fg * c[bb * H + j] + ig * gg;
+        h_next[bb * H + j] = og * std::tanh(c_next[bb * H + j]);
+      }
+    }
+    h = std::move(h_next);
+    c = std::move(c_next);
+  }
+  real sum = 0;
+  for (real v : h) { sum += v; }
+  return sum;
+}
+
+/// Central differences of the reference's loss for every entry of `param` (h = 1e-6: truncation
+/// ~1e-12, rounding ~1e-13 in long double).
+std::vector<real> finite_differences(reference_lstm m, std::vector<real> reference_lstm::*param)
+{
+  std::vector<real>& v = m.*param;
+  std::vector<real> fd(v.size());
+  real const h = 1e-6L;
+  for (std::size_t k = 0; k < v.size(); ++k) {
+    real const saved = v[k];
+    v[k] = saved + h;
+    real const up = reference_loss(m);
+    v[k] = saved - h;
+    real const down = reference_loss(m);
+    v[k] = saved;
+    fd[k] = (up - down) / (2 * h);
+  }
+  return fd;
+}
+
+/// Fresh random weights and inputs of a problem, in [-0.9, 0.9] (weights scaled to keep the gates
+/// away from saturation), and optionally a random initial state.
+template <class T>
+struct instance {
+  ls::weights<T> params;
+  ls::sequence<T> seq;
+};
+
+template <class T>
+instance<T> random_instance(ls::problem const& p, std::uint64_t seed, bool initial_state)
+{
+  auto scaled = [](std::vector<T> v, T k) {
+    for (T& e : v) { e *= k; }
+    return v;
+  };
+  std::size_t const G = 4 * p.hidden;
+  instance<T> in;
+  in.params.w = scaled(testing::random_state<T>(G * p.input, seed), T(0.6));
+  in.params.u = scaled(testing::random_state<T>(G * p.hidden, seed + 1), T(0.6));
+  in.params.b = testing::random_state<T>(G, seed + 2);
+  in.seq.x = testing::random_state<T>(p.steps * p.batch * p.input, seed + 3);
+  if (initial_state) {
+    in.seq.h0 = testing::random_state<T>(p.batch * p.hidden, seed + 4);
+    in.seq.c0 = testing::random_state<T>(p.batch * p.hidden, seed + 5);
+  }
+  return in;
+}
+
+template <class T>
+reference_lstm widen(ls::problem const& p, instance<T> const& in)
+{
+  return {p,
+          testing::widen(in.params.w),
+          testing::widen(in.params.u),
+          testing::widen(in.params.b),
+          testing::widen(in.seq.x),
+          testing::widen(in.seq.h0),
+          testing::widen(in.seq.c0)};
+}
+
+ls::options cpu_options()
+{
+  ls::options o;
+  o.kind = backend::cpu;
+  o.poison = true;  // every state, adjoint and record element must be written
+  o.bw = {5.0, 5.0, 20.0};
+  return o;
+}
+
+template <class T>
+bool same_bits(std::vector<T> const& a, std::vector<T> const& b)
+{
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// ---- the cell -------------------------------------------------------------------------------
+TEST(LstmCpuCell, AdjointMatchesFiniteDifferencesInLongDouble)
+{
+  std::uint64_t const seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::vector<double> const draws = testing::random_state<double>(7 * 20, seed);
+  for (std::size_t k = 0; k < 20; ++k) {
+    double const* d = draws.data() + 7 * k;
+    // Pre-activations in [-2.7, 2.7], the cell state in [-0.9, 0.9], adjoints in [-0.9, 0.9].
+    real const z[4] = {3 * real(d[0]), 3 * real(d[1]), 3 * real(d[2]), 3 * real(d[3])};
+    real const c_prev = d[4];
+    real const g_h = d[5];
+    real const g_c = d[6];
+    // φ = g_h h' + g_c c': its gradient is the cell's adjoint.
+    auto phi = [&](real const* zz, real c) {
+      ls::cell_state<real> const s = ls::cell_forward(zz[0], zz[1], zz[2], zz[3], c);
+      return g_h * s.h + g_c * s.c;
+    };
+    ls::cell_state<real> const s = ls::cell_forward(z[0], z[1], z[2], z[3], c_prev);
+    ls::cell_adjoint<real> const a = ls::cell_reverse(s.i, s.f, s.g, s.o, c_prev, g_h, g_c);
+    real const got[5] = {a.dz_i, a.dz_f, a.dz_g, a.dz_o, a.g_c_prev};
+    real const h = 1e-7L;
+    for (int v = 0; v < 5; ++v) {
+      real up[4] = {z[0], z[1], z[2], z[3]};
+      real down[4] = {z[0], z[1], z[2], z[3]};
+      real c_up = c_prev, c_down = c_prev;
+      if (v < 4) {
+        up[v] += h;
+        down[v] -= h;
+      } else {
+        c_up += h;
+        c_down -= h;
+      }
+      real const fd = (phi(up, c_up) - phi(down, c_down)) / (2 * h);
+      EXPECT_NEAR(static_cast<double>(got[v]), static_cast<double>(fd), 1e-10) << "draw " << k << ", input " << v;
+    }
+  }
+}
+
+TEST(LstmCpuCell, RecordIsTwoChunksOfEightValues)
+{
+  static_assert(is_record_v<ls::record<float>>);
+  static_assert(sizeof(ls::record<float>) == 32 && alignof(ls::record<float>) == 16);
+  static_assert(sizeof(ls::record<double>) == 64);
+  EXPECT_EQ(ls::layer_bytes<float>(ls::problem{3, 4, 4, 5}), 3u * 5 * 32);
+}
+
+// ---- the whole gradient -----------------------------------------------------------------------
+struct fd_case {
+  bool initial_state;
+};
+
+void PrintTo(fd_case const& c, std::ostream* os) { *os << (c.initial_state ? "random h0, c0" : "h0 = c0 = 0"); }
+
+class LstmCpuGradient : public ::testing::TestWithParam<fd_case> {};
+
+TEST_P(LstmCpuGradient, F64MatchesCentralFiniteDifferencesOfTheReference)
+{
+  ls::problem const p{3, 4, 4, 5};  // B = 3, T = 4, I = 4, H = 5
+  std::uint64_t const seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  instance<double> const in = random_instance<double>(p, seed, GetParam().initial_state);
+  ls::gradient_result<double> const r = ls::gradient(p, in.params, in.seq, cpu_options());
+  reference_lstm const ref = widen(p, in);
+  EXPECT_LT(testing::relative_error(r.gradient.w, finite_differences(ref, &reference_lstm::w)), 1e-8);
+  EXPECT_LT(testing::relative_error(r.gradient.u, finite_differences(ref, &reference_lstm::u)), 1e-8);
+  EXPECT_LT(testing::relative_error(r.gradient.b, finite_differences(ref, &reference_lstm::b)), 1e-8);
+  real const loss = reference_loss(ref);
+  EXPECT_NEAR(r.loss, static_cast<double>(loss), 1e-12 * (1 + std::fabs(static_cast<double>(loss))));
+}
+
+TEST_P(LstmCpuGradient, F32MatchesTheF64ReferenceTo1e4)
+{
+  ls::problem const p{3, 4, 4, 5};
+  std::uint64_t const seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  instance<float> const in = random_instance<float>(p, seed, GetParam().initial_state);
+  ls::gradient_result<float> const r = ls::gradient(p, in.params, in.seq, cpu_options());
+  reference_lstm const ref = widen(p, in);
+  EXPECT_LT(testing::relative_error(r.gradient.w, finite_differences(ref, &reference_lstm::w)), 1e-4);
+  EXPECT_LT(testing::relative_error(r.gradient.u, finite_differences(ref, &reference_lstm::u)), 1e-4);
+  EXPECT_LT(testing::relative_error(r.gradient.b, finite_differences(ref, &reference_lstm::b)), 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(InitialState, LstmCpuGradient, ::testing::Values(fd_case{false}, fd_case{true}),
+                         [](auto const& param_info) { return param_info.param.initial_state ? "given" : "zero"; });
+
+// ---- policies and tilings ---------------------------------------------------------------------
+struct policy_case {
+  tape_policy policy;
+  int percent;  ///< device budget as a share of the whole tape
+};
+
+void PrintTo(policy_case const& c, std::ostream* os) { *os << to_string(c.policy) << " at " << c.percent << " %"; }
+
+class LstmCpuPolicies : public ::testing::TestWithParam<policy_case> {};
+
+TEST_P(LstmCpuPolicies, SameGradientBitsAsStoreWithinTheBudget)
+{
+  policy_case const c = GetParam();
+  ls::problem const p{3, 9, 4, 5};
+  std::uint64_t const seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  instance<float> const in = random_instance<float>(p, seed, true);
+  ls::options base = cpu_options();
+  base.policy = tape_policy::store;
+  base.pipeline.tile_records = 4;
+  base.pipeline.stages = 2;
+  ls::gradient_result<float> const reference = ls::gradient(p, in.params, in.seq, base);
+
+  ls::options o = base;
+  o.policy = c.policy;
+  o.budget_bytes = reference.chain.tape_bytes * static_cast<std::size_t>(c.percent) / 100;
+  ls::gradient_result<float> const r = ls::gradient(p, in.params, in.seq, o);
+  SCOPED_TRACE(r.chain.tiers.describe());
+  EXPECT_EQ(r.chain.policy, c.policy);
+  EXPECT_TRUE(same_bits(r.gradient.w, reference.gradient.w));
+  EXPECT_TRUE(same_bits(r.gradient.u, reference.gradient.u));
+  EXPECT_TRUE(same_bits(r.gradient.b, reference.gradient.b));
+  EXPECT_EQ(r.loss, reference.loss);
+  EXPECT_LE(r.chain.peak_tape_bytes, o.budget_bytes);
+  if (c.policy == tape_policy::recompute) { EXPECT_GT(r.chain.recompute_steps, 0u); }
+  if (c.policy == tape_policy::offload) { EXPECT_EQ(r.chain.prefetches, r.chain.tiers.count(tier::host)); }
+  EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, LstmCpuPolicies,
+                         ::testing::Values(policy_case{tape_policy::store, 100}, policy_case{tape_policy::offload, 100},
+                                           policy_case{tape_policy::offload, 30},
+                                           policy_case{tape_policy::recompute, 100},
+                                           policy_case{tape_policy::recompute, 40}),
+                         [](auto const& param_info) {
+                           return std::string{to_string(param_info.param.policy)} + "_" + std::to_string(param_info.param.percent);
+                         });
+
+TEST(LstmCpu, EveryTilingGivesTheSameBits)
+{
+  ls::problem const p{5, 3, 6, 7};  // 35 records per layer: no tile below divides them
+  instance<float> const in = random_instance<float>(p, testing::fresh_seed(), false);
+  ls::gradient_result<float> const base = ls::gradient(p, in.params, in.seq, cpu_options());
+  for (auto [tile, stages] : {std::pair<std::size_t, int>{1, 2}, {6, 3}, {16, 8}, {100, 2}}) {
+    ls::options o = cpu_options();
+    o.pipeline.tile_records = tile;
+    o.pipeline.stages = stages;
+    ls::gradient_result<float> const r = ls::gradient(p, in.params, in.seq, o);
+    EXPECT_EQ(r.chain.plan.tile_records, tile);
+    EXPECT_EQ(r.staging.tiles, p.steps * r.chain.plan.tiles);
+    EXPECT_TRUE(same_bits(r.gradient.w, base.gradient.w) && same_bits(r.gradient.u, base.gradient.u) &&
+                same_bits(r.gradient.b, base.gradient.b))
+      << "tiles of " << tile << ", " << stages << " stages";
+  }
+}
+
+TEST(LstmCpu, PrimalMatchesTheReferenceAndTheGradientRunsLoss)
+{
+  ls::problem const p{4, 6, 3, 5};
+  instance<double> const in = random_instance<double>(p, testing::fresh_seed(), true);
+  ls::final_state<double> const s = ls::primal(p, in.params, in.seq, cpu_options());
+  ASSERT_EQ(s.h.size(), p.batch * p.hidden);
+  ASSERT_EQ(s.c.size(), p.batch * p.hidden);
+  real const expect = reference_loss(widen(p, in));
+  EXPECT_NEAR(ls::loss(s.h), static_cast<double>(expect), 1e-12 * (1 + std::fabs(static_cast<double>(expect))));
+  EXPECT_EQ(ls::loss(s.h), ls::gradient(p, in.params, in.seq, cpu_options()).loss);
+}
+
+TEST(LstmCpu, StatsDescribeTheTape)
+{
+  ls::problem const p{6, 5, 3, 4};
+  instance<float> const in = random_instance<float>(p, testing::fresh_seed(), false);
+  ls::gradient_result<float> const r = ls::gradient(p, in.params, in.seq, cpu_options());
+  EXPECT_EQ(r.chain.steps, 5u);
+  EXPECT_EQ(r.chain.plan.records, 24u);  // B x H
+  EXPECT_EQ(r.chain.plan.record_bytes, 32u);
+  EXPECT_EQ(r.chain.layer_bytes, 24u * 32);
+  EXPECT_EQ(r.chain.tape_bytes, 5 * 24u * 32);
+  EXPECT_GE(r.peak_device_bytes, r.chain.tape_bytes);
+  chain_stats const planned = ls::plan<float>(p, cpu_options());
+  EXPECT_EQ(planned.tape_bytes, r.chain.tape_bytes);
+  EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
+}
+
+// ---- errors ------------------------------------------------------------------------------------
+TEST(LstmCpuErrors, BadSizesAreTypedErrorsAndLeakNothing)
+{
+  ls::problem const p{3, 4, 4, 5};
+  instance<float> const in = random_instance<float>(p, testing::fresh_seed(), false);
+  ls::options const o = cpu_options();
+  auto run = [&](ls::problem const& q, ls::weights<float> const& w, ls::sequence<float> const& s, ls::options const& op) {
+    static_cast<void>(ls::gradient(q, w, s, op));
+  };
+  for (ls::problem q : {ls::problem{0, 4, 4, 5}, ls::problem{3, 0, 4, 5}, ls::problem{3, 4, 0, 5},
+                        ls::problem{3, 4, 4, 0}, ls::problem{3, 4, 4, 6}, ls::problem{3, 5, 4, 5}}) {
+    EXPECT_THROW(run(q, in.params, in.seq, o), logic_error)
+      << q.batch << " " << q.steps << " " << q.input << " " << q.hidden;
+  }
+  ls::weights<float> short_u = in.params;
+  short_u.u.pop_back();
+  EXPECT_THROW(run(p, short_u, in.seq, o), logic_error);
+  ls::sequence<float> bad_h0 = in.seq;
+  bad_h0.h0.assign(p.batch * p.hidden + 1, 0.5f);
+  EXPECT_THROW(run(p, in.params, bad_h0, o), logic_error);
+  EXPECT_THROW(static_cast<void>(ls::plan<float>(ls::problem{1, 1, 1, std::size_t{1} << 62}, o)), logic_error);
+  EXPECT_THROW(static_cast<void>(ls::plan<float>(ls::problem{std::size_t{1} << 20, std::size_t{1} << 12, 1, 1}, o)),
+               logic_error);  // T B beyond cuBLAS's int
+  ls::options budget = o;
+  budget.policy = tape_policy::store;
+  budget.budget_bytes = 100;  // less than one 480-byte layer
+  EXPECT_THROW(run(p, in.params, in.seq, budget), budget_error);
+  ls::options hip = o;
+  hip.kind = backend::hip;
+  EXPECT_THROW(run(p, in.params, in.seq, hip), unavailable_error);
+  EXPECT_THROW(static_cast<void>(ls::primal(p, in.params, in.seq, hip)), unavailable_error);
+  ls::options stages = o;
+  stages.pipeline.stages = 9;
+  EXPECT_THROW(run(p, in.params, in.seq, stages), logic_error);
+  EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
+  EXPECT_NO_THROW(run(p, in.params, in.seq, o));
+}
+
+}  // namespace
+}  // namespace tapeflow

@@ -122,10 +122,12 @@ TAPEFLOW_HOST_DEVICE double qs_entry(std::size_t j, std::size_t l, QAt const& q,
 
 // ---- constants ---------------------------------------------------------------------------------
 
+inline constexpr double pi = 3.14159265358979323846;
+
 /// log of the multivariate gamma function Gamma_p(a).
 inline double log_gamma_distrib(double a, std::size_t p)
 {
-  double out = 0.25 * static_cast<double>(p * (p - 1)) * std::log(M_PI);
+  double out = 0.25 * static_cast<double>(p * (p - 1)) * std::log(pi);
   for (std::size_t j = 1; j <= p; ++j) { out += std::lgamma(a + 0.5 * (1.0 - static_cast<double>(j))); }
   return out;
 }
@@ -133,7 +135,7 @@ inline double log_gamma_distrib(double a, std::size_t p)
 /// The parts of err that do not depend on the parameters: C - K C_w.
 inline double objective_constant(std::size_t d, std::size_t k, std::size_t n, double gamma, int m)
 {
-  double const c = -static_cast<double>(n) * static_cast<double>(d) * 0.5 * std::log(2 * M_PI);
+  double const c = -static_cast<double>(n) * static_cast<double>(d) * 0.5 * std::log(2 * pi);
   double const dof = static_cast<double>(d) + m + 1;
   double const cw = dof * static_cast<double>(d) * (std::log(gamma) - 0.5 * std::log(2.0)) -
                     log_gamma_distrib(0.5 * dof, d);

@@ -10,7 +10,7 @@
 //   reverse    persistent grid (K x splits, lower blocks of S_k) reading the tape only through
 //              device::tile_pipeline: each block accumulates one 64 x 64 block of
 //              S_k = sum_i r_ik xc xc^T (and t_k, R_k) over its tiles, in registers, and writes it
-//              once; cub::DeviceSegmentedReduce sums the splits in a fixed order
+//              once; a fold kernel sums the blocks of one component (the splits) in a fixed order
 //   finalize   block per component: M_k = Q_k S_k, d q, d L, d mu, d alpha (math.hpp)
 #pragma once
 
@@ -213,8 +213,7 @@ __global__ void __launch_bounds__(gpu_threads) reverse_kernel(tape_reader<record
                                                              double const* __restrict__ x,
                                                              double const* __restrict__ means,
                                                              double const* __restrict__ lse,
-                                                             double* __restrict__ partial, std::size_t points_per_tile,
-                                                             std::size_t splits)
+                                                             double* __restrict__ partial, std::size_t points_per_tile)
 {
   __shared__ double xj[rev_points][s_block];
   __shared__ double xl[rev_points][s_block];
@@ -284,11 +283,10 @@ __global__ void __launch_bounds__(gpu_threads) reverse_kernel(tape_reader<record
       }
     });
 
-  // partial[((k * s_blocks + sb) * partial_width + w) * splits + split]: the splits of one value
-  // are contiguous, one segment of the reduction that follows.
+  // partial[split][k][sb][w]: split 0 alone is already the sum when there is one split.
   std::size_t const split = blockIdx.x / components;
-  std::size_t const base = (k * gridDim.y + sb) * partial_width;
-  auto at = [&](std::size_t w) -> double& { return partial[(base + w) * splits + split]; };
+  double* const out = partial + ((split * components + k) * gridDim.y + sb) * partial_width;
+  auto at = [&](std::size_t w) -> double& { return out[w]; };
 #pragma unroll
   for (int m = 0; m < 4; ++m) {
 #pragma unroll
@@ -296,6 +294,19 @@ __global__ void __launch_bounds__(gpu_threads) reverse_kernel(tape_reader<record
   }
   if (tid < static_cast<int>(s_block)) { at(s_block * s_block + tid) = t_acc; }
   if (tid == 0) { at(s_block * s_block + s_block) = r_acc; }
+}
+
+/// reduced[v] = sum over the splits of partial[split][v], in split order (fixed: reproducible).
+template <int Unused = 0>
+__global__ void fold_kernel(double const* __restrict__ partial, double* __restrict__ reduced, std::size_t values,
+                            std::size_t splits)
+{
+  for (std::size_t v = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; v < values;
+       v += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    double acc = 0;
+    for (std::size_t split = 0; split < splits; ++split) { acc += partial[split * values + v]; }
+    reduced[v] = acc;
+  }
 }
 
 /// Block per component: the gradient from the summed S_k, t_k, R_k (math.hpp's adjoint).
@@ -365,8 +376,9 @@ class gpu_engine {
       qmat_(gpu_backend, p.k * p.d * p.d * sizeof(double), s), sum_q_(gpu_backend, p.k * sizeof(double), s),
       prior_(gpu_backend, p.k * sizeof(double), s), main_(gpu_backend, p.n * p.k * sizeof(double), s),
       lse_pairs_(gpu_backend, p.n * sizeof(lse_pair), s), lse_(gpu_backend, p.n * sizeof(double), s), scalars_(gpu_backend, 8 * sizeof(double), s),
-      partial_(gpu_backend, p.k * l.s_blocks * partial_width * l.splits * sizeof(double), s),
-      reduced_(gpu_backend, p.k * l.s_blocks * partial_width * sizeof(double), s),
+      partial_(gpu_backend, l.splits * p.k * l.s_blocks * partial_width * sizeof(double), s),
+      reduced_(l.splits > 1 ? device_buffer(gpu_backend, p.k * l.s_blocks * partial_width * sizeof(double), s)
+                            : device_buffer()),
       d_alphas_(gpu_backend, p.k * sizeof(double), s), d_means_(gpu_backend, p.k * p.d * sizeof(double), s),
       d_icf_(gpu_backend, p.k * icf_size(p.d) * sizeof(double), s)
   {
@@ -378,7 +390,7 @@ class gpu_engine {
                      "the GMM reverse needs " + std::to_string(staged) +
                        " bytes of shared memory per block with this tiling; choose smaller tiles or fewer stages");
     std::size_t need = 0;
-    for (int which = 0; which < 5; ++which) { need = std::max(need, cub_call(which, nullptr, 0, s)); }
+    for (int which = 0; which < 4; ++which) { need = std::max(need, cub_call(which, nullptr, 0, s)); }
     temp_ = device_buffer(gpu_backend, std::max<std::size_t>(need, 16), s);
   }
 
@@ -397,12 +409,19 @@ class gpu_engine {
       dim3 const grid(static_cast<unsigned>(plan.grid_blocks), static_cast<unsigned>(l_.s_blocks));
       reverse_kernel<S><<<grid, plan.block_threads, plan.smem_bytes, to_native(s)>>>(
         tape, dp_, x_.data_as<double>(), means_.data_as<double>(), lse_.data_as<double>(),
-        partial_.data_as<double>(), l_.points_per_tile, l_.splits);
+        partial_.data_as<double>(), l_.points_per_tile);
       TAPEFLOW_CHECK_LAUNCH();
     });
-    cub_call(4, temp_.data(), temp_.size(), s);
+    std::size_t const values = p_.k * l_.s_blocks * partial_width;
+    double const* sums = partial_.data_as<double>();
+    if (l_.splits > 1) {
+      fold_kernel<><<<device::grid_for(values, gpu_threads, multiprocessors_), gpu_threads, 0, to_native(s)>>>(
+        partial_.data_as<double>(), reduced_.data_as<double>(), values, l_.splits);
+      TAPEFLOW_CHECK_LAUNCH();
+      sums = reduced_.data_as<double>();
+    }
     finalize_kernel<><<<static_cast<unsigned>(p_.k), gpu_threads, p_.d * sizeof(double), to_native(s)>>>(
-      dp_, alphas_.data_as<double>(), icf_.data_as<double>(), qmat_.data_as<double>(), reduced_.data_as<double>(),
+      dp_, alphas_.data_as<double>(), icf_.data_as<double>(), qmat_.data_as<double>(), sums,
       scalar(lse_alpha_slot), d_alphas_.data_as<double>(), d_means_.data_as<double>(), d_icf_.data_as<double>(),
       static_cast<int>(l_.s_blocks));
     TAPEFLOW_CHECK_LAUNCH();
@@ -467,8 +486,8 @@ class gpu_engine {
     TAPEFLOW_CHECK_LAUNCH();
   }
 
-  /// The CUB reductions: 0 lse_i per point, 1 sum of lse_i, 2 sum of prior_k, 3 lse(alpha),
-  /// 4 the reverse's partials over the splits. With temp == nullptr: the temp bytes it needs.
+  /// The CUB reductions: 0 lse_i per point (its log-sum-exp pair), 1 sum of lse_i, 2 sum of
+  /// prior_k, 3 lse(alpha). With temp == nullptr: the temp bytes it needs.
   std::size_t cub_call(int which, void* temp, std::size_t bytes, stream_view s)
   {
     cudaStream_t const st = to_native(s);
@@ -501,15 +520,7 @@ class gpu_engine {
                                                     static_cast<std::int64_t>(p_.k), lse_op{}, init, st));
         break;
       }
-      default: {
-        long long const splits = static_cast<long long>(l_.splits);
-        auto begin = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0), times_op{splits});
-        auto end = thrust::make_transform_iterator(thrust::counting_iterator<long long>(1), times_op{splits});
-        std::int64_t const segments = static_cast<std::int64_t>(p_.k * l_.s_blocks * partial_width);
-        TAPEFLOW_CUDA_TRY(cub::DeviceSegmentedReduce::Sum(temp, bytes, partial_.data_as<double>(),
-                                                          reduced_.data_as<double>(), segments, begin, end, st));
-        break;
-      }
+      default: break;
     }
     return bytes;
   }

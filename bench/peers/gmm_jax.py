@@ -1,0 +1,119 @@
+# SPDX-License-Identifier: Apache-2.0
+"""GMM (ADBench's objective, float64) in JAX: jax.jit of the objective against
+jax.jit(jax.value_and_grad(...)) with respect to alphas, means and icf. The peer of the
+tapeflow_bench suite `gmm` (same sizes, same size strings, same objective as gmm_torch.py).
+
+    python3 bench/peers/gmm_jax.py --out ROWS.json [--quick] [--warmup 2] [--repeats 10]
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+FULL = [(2, 5, 1000), (10, 25, 10000), (20, 50, 10000), (64, 100, 10000), (128, 200, 10000)]
+QUICK = [(2, 5, 1000), (10, 25, 1000)]
+GAMMA = 1.0
+M = 0
+
+
+def size_name(d: int, k: int, n: int) -> str:
+    return f"d{d} K{k} N{n}"
+
+
+def log_gamma_distrib(a: float, p: int) -> float:
+    return 0.25 * p * (p - 1) * math.log(math.pi) + sum(math.lgamma(a + 0.5 * (1 - j)) for j in range(1, p + 1))
+
+
+def make_objective(d: int, k: int, n: int, gamma: float = GAMMA, m: int = M):
+    import jax.numpy as jnp
+    import numpy as np
+
+    rows = np.array([row for col in range(d) for row in range(col + 1, d)], dtype=np.int32)
+    cols = np.array([col for col in range(d) for row in range(col + 1, d)], dtype=np.int32)
+    constant = -n * d * 0.5 * math.log(2 * math.pi)
+    dof = d + m + 1
+    cw = dof * d * (math.log(gamma) - 0.5 * math.log(2)) - log_gamma_distrib(0.5 * dof, d)
+
+    def objective(alphas, means, icf, x):
+        from jax.scipy.special import logsumexp
+
+        qdiags = jnp.exp(icf[:, :d])
+        sum_qs = jnp.sum(icf[:, :d], 1)
+        ls = jnp.zeros((k, d, d), dtype=icf.dtype).at[:, rows, cols].set(icf[:, d:])
+        xcentered = x[:, None, :] - means[None, :, :]                    # N x K x d
+        lx = qdiags[None] * xcentered + jnp.einsum("kij,nkj->nki", ls, xcentered)
+        inner = alphas + sum_qs - 0.5 * jnp.sum(lx ** 2, 2)              # N x K
+        slse = jnp.sum(logsumexp(inner, axis=1))
+        prior = jnp.sum(0.5 * gamma * gamma * (jnp.sum(qdiags ** 2, 1) + jnp.sum(icf[:, d:] ** 2, 1)) - m * sum_qs)
+        return constant + slse - n * logsumexp(alphas) + prior - k * cw
+
+    return objective
+
+
+def make_inputs(d: int, k: int, n: int, seed: int):
+    import jax
+    import jax.numpy as jnp
+
+    ka, km, ki, kx = jax.random.split(jax.random.PRNGKey(seed), 4)
+    f64 = jnp.float64
+    return (jax.random.normal(ka, (k,), f64), jax.random.uniform(km, (k, d), f64),
+            0.1 * jax.random.normal(ki, (k, d * (d + 1) // 2), f64), jax.random.uniform(kx, (n, d), f64))
+
+
+def check_gradient() -> None:
+    """jax.grad against central differences at a tiny size, once, before timing."""
+    import jax
+    import numpy as np
+
+    d, k, n = 3, 3, 7
+    f = make_objective(d, k, n)
+    alphas, means, icf, x = make_inputs(d, k, n, 7)
+    grads = jax.grad(f, argnums=(0, 1, 2))(alphas, means, icf, x)
+    analytic = [float(v) for g in grads for v in np.asarray(g).ravel()]
+    params = [np.array(p, dtype=np.float64) for p in (alphas, means, icf)]
+    fd = []
+    h = 1e-6
+    for which in range(3):
+        flat = params[which].reshape(-1)
+        for j in range(flat.size):
+            saved = flat[j]
+            flat[j] = saved + h
+            up = float(f(*params, x))
+            flat[j] = saved - h
+            down = float(f(*params, x))
+            flat[j] = saved
+            fd.append((up - down) / (2 * h))
+    err = common.relative_error(analytic, fd)
+    if not err < 1e-6:
+        common.fail(f"gmm_jax: jax.grad differs from central differences: relative error {err:.3e}")
+    print(f"gmm_jax: gradient check at d{d} K{k} N{n}: relative error {err:.2e}")
+
+
+def main() -> None:
+    args = common.parse_args(__doc__.splitlines()[0])
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    if not any(dev.platform == "gpu" for dev in jax.devices()):
+        common.fail("gmm_jax: no GPU device")
+    check_gradient()
+    rows = []
+    for d, k, n in QUICK if args.quick else FULL:
+        f = make_objective(d, k, n)
+        alphas, means, icf, x = make_inputs(d, k, n, 20261124 + d)
+        primal = jax.jit(f)
+        value_and_grad = jax.jit(jax.value_and_grad(f, argnums=(0, 1, 2)))
+        primal_ms = common.median_ms_jax(lambda: primal(alphas, means, icf, x), args.warmup, args.repeats)
+        grad_ms = common.median_ms_jax(lambda: value_and_grad(alphas, means, icf, x), args.warmup, args.repeats)
+        stats = jax.devices()[0].memory_stats() or {}
+        rows.append(common.row("gmm", "jax-jit", size_name(d, k, n), primal_ms, grad_ms, "jax",
+                               peak_device_bytes=int(stats.get("peak_bytes_in_use", 0))))
+    common.write_rows(args.out, rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: Apache-2.0
+"""GMM (ADBench's objective, float64) in PyTorch eager with torch.autograd: the peer of the
+tapeflow_bench suite `gmm` (same sizes, same size strings, same objective).
+
+The objective is written like ADBench's PyTorch module (src/python/modules/PyTorch/gmm_objective.py),
+vectorized: Q_k = diag(exp(q_k)) + L_k with L_k filled column by column from icf_k[d:], main terms
+for every (point, component) at once, a per-point logsumexp, the Wishart prior.
+
+    python3 bench/peers/gmm_torch.py --out ROWS.json [--quick] [--warmup 2] [--repeats 10]
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+FULL = [(2, 5, 1000), (10, 25, 10000), (20, 50, 10000), (64, 100, 10000), (128, 200, 10000)]
+QUICK = [(2, 5, 1000), (10, 25, 1000)]
+GAMMA = 1.0
+M = 0
+
+
+def size_name(d: int, k: int, n: int) -> str:
+    return f"d{d} K{k} N{n}"
+
+
+def log_gamma_distrib(a: float, p: int) -> float:
+    return 0.25 * p * (p - 1) * math.log(math.pi) + sum(math.lgamma(a + 0.5 * (1 - j)) for j in range(1, p + 1))
+
+
+def ltri_index(d: int, device):
+    """Flat positions (row * d + col) of L's strictly lower entries in ADBench's icf order:
+    column by column, rows col+1..d-1."""
+    import torch
+
+    flat = [row * d + col for col in range(d) for row in range(col + 1, d)]
+    return torch.tensor(flat, dtype=torch.long, device=device)
+
+
+def objective(alphas, means, icf, x, lidx, gamma: float = GAMMA, m: int = M):
+    import torch
+
+    n, d = x.shape
+    k = alphas.shape[0]
+    qdiags = torch.exp(icf[:, :d])
+    sum_qs = torch.sum(icf[:, :d], 1)
+    ls = torch.zeros(k, d * d, dtype=icf.dtype, device=icf.device)
+    ls[:, lidx] = icf[:, d:]
+    ls = ls.view(k, d, d)
+    xcentered = x[:, None, :] - means[None, :, :]                       # N x K x d
+    lx = qdiags[None] * xcentered + torch.einsum("kij,nkj->nki", ls, xcentered)
+    inner = alphas + sum_qs - 0.5 * torch.sum(lx ** 2, 2)                # N x K
+    slse = torch.sum(torch.logsumexp(inner, 1))
+    constant = -n * d * 0.5 * math.log(2 * math.pi)
+    dof = d + m + 1
+    cw = dof * d * (math.log(gamma) - 0.5 * math.log(2)) - log_gamma_distrib(0.5 * dof, d)
+    prior = torch.sum(0.5 * gamma * gamma * (torch.sum(qdiags ** 2, 1) + torch.sum(icf[:, d:] ** 2, 1)) - m * sum_qs)
+    return constant + slse - n * torch.logsumexp(alphas, 0) + prior - k * cw
+
+
+def make_inputs(d: int, k: int, n: int, seed: int, device):
+    import torch
+
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    f64 = torch.float64
+    alphas = torch.randn(k, generator=g, dtype=f64)
+    means = torch.rand(k, d, generator=g, dtype=f64)
+    icf = 0.1 * torch.randn(k, d * (d + 1) // 2, generator=g, dtype=f64)
+    x = torch.rand(n, d, generator=g, dtype=f64)
+    return [t.to(device) for t in (alphas, means, icf, x)]
+
+
+def check_gradient(device) -> None:
+    """Autograd against central differences at a tiny size, once, before timing."""
+    import torch
+
+    d, k, n = 3, 3, 7
+    alphas, means, icf, x = make_inputs(d, k, n, 7, device)
+    lidx = ltri_index(d, device)
+    params = [t.clone().requires_grad_(True) for t in (alphas, means, icf)]
+    grads = torch.autograd.grad(objective(*params, x, lidx), params)
+    analytic = [float(v) for g in grads for v in g.flatten().tolist()]
+    fd = []
+    h = 1e-6
+    with torch.no_grad():
+        for p in (alphas, means, icf):
+            flat = p.view(-1)
+            for j in range(flat.numel()):
+                saved = float(flat[j])
+                flat[j] = saved + h
+                up = float(objective(alphas, means, icf, x, lidx))
+                flat[j] = saved - h
+                down = float(objective(alphas, means, icf, x, lidx))
+                flat[j] = saved
+                fd.append((up - down) / (2 * h))
+    err = common.relative_error(analytic, fd)
+    if not err < 1e-6:
+        common.fail(f"gmm_torch: autograd gradient differs from central differences: relative error {err:.3e}")
+    print(f"gmm_torch: gradient check at d{d} K{k} N{n}: relative error {err:.2e}")
+
+
+def main() -> None:
+    args = common.parse_args(__doc__.splitlines()[0])
+    import torch
+
+    if not torch.cuda.is_available():
+        common.fail("gmm_torch: no CUDA device")
+    device = torch.device("cuda")
+    check_gradient(device)
+    rows = []
+    for d, k, n in QUICK if args.quick else FULL:
+        alphas, means, icf, x = make_inputs(d, k, n, 20261124 + d, device)
+        lidx = ltri_index(d, device)
+        params = [t.clone().requires_grad_(True) for t in (alphas, means, icf)]
+
+        def primal():
+            with torch.no_grad():
+                return objective(alphas, means, icf, x, lidx)
+
+        def grad():
+            err = objective(*params, x, lidx)
+            return torch.autograd.grad(err, params)
+
+        primal_ms = common.median_ms_torch(primal, args.warmup, args.repeats)
+        common.torch_peak_bytes(reset=True)
+        grad_ms = common.median_ms_torch(grad, args.warmup, args.repeats)
+        peak = common.torch_peak_bytes()
+        rows.append(common.row("gmm", "pytorch-eager", size_name(d, k, n), primal_ms, grad_ms, "pytorch",
+                               peak_device_bytes=peak))
+    common.write_rows(args.out, rows)
+
+
+if __name__ == "__main__":
+    main()

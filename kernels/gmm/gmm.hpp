@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// The GMM workload: ADBench's Gaussian-mixture objective (d dimensions, K components, N points,
+// f64) and its gradient with respect to alphas, means and the inverse-covariance factors, through
+// one tape layer of per-(point, component) records. See docs/workloads/gmm.md.
+#pragma once
+
+#include <tapeflow/backend.hpp>
+#include <tapeflow/cpu/tile_ring.hpp>
+#include <tapeflow/plan.hpp>
+#include <tapeflow/stream.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace tapeflow::workloads::gmm {
+
+struct problem {
+  std::size_t d{0};    ///< dimensions
+  std::size_t k{0};    ///< components
+  std::size_t n{0};    ///< points
+  double gamma{1.0};   ///< Wishart prior
+  int m{0};
+};
+
+/// The parameters and the data, laid out as ADBench lays them out (row-major).
+struct inputs {
+  std::vector<double> alphas;  ///< K
+  std::vector<double> means;   ///< K x d
+  std::vector<double> icf;     ///< K x d(d+1)/2: log-diagonal, then the strict lower triangle column by column
+  std::vector<double> x;       ///< N x d
+};
+
+struct options {
+  backend kind{backend::cpu};
+  /// Tile and stage overrides for the tape layer. tile_records must be a multiple of 32 (64 points);
+  /// the GPU reverse kernel runs 256-thread blocks.
+  pipeline_request pipeline{};
+  /// Stream the work is ordered on; objective() and gradient() wait for it before returning.
+  stream_view stream{};
+  /// Fill the tape with NaN before the forward writes it (tests: every record is written).
+  bool poison{false};
+};
+
+struct gradient_result {
+  double objective{0};
+  std::vector<double> d_alphas;  ///< K
+  std::vector<double> d_means;   ///< K x d
+  std::vector<double> d_icf;     ///< K x d(d+1)/2
+  pipeline_plan plan{};          ///< the tape layer's tiling and the reverse launch
+  std::size_t tape_bytes{0};
+  std::size_t peak_device_bytes{0};  ///< every tapeflow allocation on the backend, peak
+  cpu::ring_stats staging{};         ///< CPU backend only
+};
+
+/// Throws logic_error unless d, K, N >= 1, gamma > 0, the sizes do not overflow and every array
+/// has the length the problem needs.
+void validate(problem const& p, inputs const& in);
+
+/// ADBench-like random inputs: x, means ~ U(0,1); alphas ~ N(0,1); icf ~ 0.1 N(0,1).
+[[nodiscard]] inputs random_inputs(problem const& p, std::uint64_t seed);
+
+/// The objective, without a tape.
+[[nodiscard]] double objective(problem const& p, inputs const& in, options const& o);
+
+/// The objective and its gradient.
+[[nodiscard]] gradient_result gradient(problem const& p, inputs const& in, options const& o);
+
+/// The tape layer's tiling for this problem on `o.kind`, without running anything.
+[[nodiscard]] pipeline_plan plan(problem const& p, options const& o);
+
+/// Medians of event-timed runs after a warm-up, device-resident (inputs uploaded once).
+struct bench_result {
+  double primal_ms{0};   ///< the objective
+  double grad_ms{0};     ///< augmented forward + reverse (objective and gradient)
+  double forward_ms{0};
+  double reverse_ms{0};
+  pipeline_plan plan{};
+  std::size_t tape_bytes{0};
+  std::size_t peak_device_bytes{0};
+};
+
+[[nodiscard]] bench_result benchmark(problem const& p, inputs const& in, options const& o, int warmup, int repeats);
+
+}  // namespace tapeflow::workloads::gmm

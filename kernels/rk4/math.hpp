@@ -92,7 +92,8 @@ TAPEFLOW_HOST_DEVICE inline void accel(potential<T> const& p, T const* x, T* a) 
 {
   using std::exp;
   for (int i = 0; i < 3; ++i) { a[i] = -p.k * x[i]; }
-  for (int j = 0; j < p.wells; ++j) {
+  for (int j = 0; j < max_wells; ++j) {  // a constant trip count: unrolled, the wells stay in registers
+    if (j >= p.wells) { break; }
     well<T> const& w = p.w[j];
     T const d0 = x[0] - w.s[0], d1 = x[1] - w.s[1], d2 = x[2] - w.s[2];
     T const e = w.a * exp(T(-0.5) * (d0 * d0 + d1 * d1 + d2 * d2) * w.inv_var);
@@ -111,7 +112,8 @@ TAPEFLOW_HOST_DEVICE inline void hess_vec(potential<T> const& p, T const* x, T c
 {
   using std::exp;
   for (int i = 0; i < 3; ++i) { out[i] = p.k * u[i]; }
-  for (int j = 0; j < p.wells; ++j) {
+  for (int j = 0; j < max_wells; ++j) {  // a constant trip count: unrolled, the wells stay in registers
+    if (j >= p.wells) { break; }
     well<T> const& w = p.w[j];
     T const d0 = x[0] - w.s[0], d1 = x[1] - w.s[1], d2 = x[2] - w.s[2];
     T const e = w.a * exp(T(-0.5) * (d0 * d0 + d1 * d1 + d2 * d2) * w.inv_var);

@@ -15,6 +15,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>  // atomicOr in device code (nvcc includes its runtime in every .cu)
+#endif
+
 namespace tapeflow {
 
 /// Threads interleaved per group in a chunk: a CUDA warp (half a wavefront on AMD, still two

@@ -28,8 +28,9 @@ std::string mib(std::size_t bytes)
 std::string thread_tape_stats::describe() const
 {
   std::ostringstream out;
-  out << "thread tape: " << threads << " threads, " << chunks << " chunks of " << chunk_steps << " steps ("
-      << mib(chunk_bytes) << " each, " << record_bytes << "-byte records), tape " << mib(tape_bytes) << "; ";
+  out << "thread tape: " << threads << " threads, at most " << max_steps << " steps each, " << chunks
+      << " chunks of " << chunk_steps << " steps (" << mib(chunk_bytes) << " each, " << record_bytes
+      << "-byte records), tape " << mib(tape_bytes) << "; ";
   if (slot_limit == 0) {
     out << "every chunk on the device";
   } else {
@@ -265,6 +266,7 @@ thread_tape_stats thread_arena::stats() const
   r.device_bytes = slots_.size() * chunk_bytes_ + steps_.size() + status_.size();
   r.host_bytes = host_.size() * chunk_bytes_ + status_host_.size();
   r.prefetch_distance = distance_;
+  r.max_steps = chunks_ == 0 ? 0 : max_steps(compute_);
   return r;
 }
 

@@ -137,6 +137,7 @@ TEST(ThreadTape, EveryStepIsReversedLastFirstOnTheDeviceAndThroughTheHostTier)
         thread_tape_stats const s = tape.stats();
         EXPECT_EQ(tape.steps(), trips);
         EXPECT_EQ(tape.max_steps(), *std::max_element(trips.begin(), trips.end()));
+        EXPECT_EQ(s.max_steps, tape.max_steps());
         if (c.slots != 0 && s.chunks > c.slots) {
           EXPECT_EQ(s.device_slots, c.slots);
           EXPECT_GT(s.chunks_to_host, 0u);

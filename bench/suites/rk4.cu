@@ -127,6 +127,7 @@ bench::row gradient_row(bench::context& ctx, inputs<T> const& in, std::string va
     thread_tape_stats const s = e.arena_stats();
     r.extra.add("chunk_steps", s.chunk_steps)
       .add("chunks", s.chunks)
+      .add("max_steps", s.max_steps)
       .add("device_slots", s.device_slots)
       .add("chunks_to_host", s.chunks_to_host)
       .add("prefetches", s.prefetches)

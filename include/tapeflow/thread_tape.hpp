@@ -65,6 +65,7 @@ struct thread_tape_stats {
   std::size_t device_bytes{0};       ///< device bytes held: slots, step counts, status
   std::size_t host_bytes{0};         ///< pinned bytes held: pushed-out chunks, status
   std::size_t prefetch_distance{0};
+  std::size_t max_steps{0};          ///< the most steps any thread ran in the last forward
 
   /// A line a person can read.
   [[nodiscard]] std::string describe() const;
@@ -94,6 +95,8 @@ class thread_arena {
   [[nodiscard]] std::vector<std::uint32_t> steps(stream_view s = {}) const;
   /// The most steps any thread ran in the last forward (downloads the counts; waits on `s`).
   [[nodiscard]] std::size_t max_steps(stream_view s = {}) const;
+  /// The numbers above; max_steps downloads the step counts (waits for the last stream used), so
+  /// stats() is not for timed code.
   [[nodiscard]] thread_tape_stats stats() const;
 
   // The protocol thread_tape<R> drives (one forward, then one reverse):

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <set>
@@ -150,6 +151,27 @@ TEST(ThreadTape, EveryStepIsReversedLastFirstOnTheDeviceAndThroughTheHostTier)
       }
     }
     expect_no_bytes_held();
+  }
+}
+
+TEST(ThreadTape, TheRingHasNoRaceBetweenItsCopyStreamsAndTheSegments)
+{
+  // The CPU backend's copy streams are threads racing the caller; many short runs (and a slow copy
+  // engine) exercise the orderings of push-out, slot reuse, prefetch and read.
+  std::uint64_t const seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  thread_tape_options o;
+  o.chunk_steps = 2;
+  o.poison = true;
+  o.device_budget_bytes = 2 * thread_tape_layout{33, 2}.chunk_records() * sizeof(toy_record);
+  o.prefetch_distance = 1;
+  thread_tape<toy_record> tape(33, o);
+  for (int run = 0; run < 200; ++run) {
+    ASSERT_EQ(run_toy(tape, random_trips(33, 1, 15, seed + static_cast<std::uint64_t>(run))), "") << "run " << run;
+  }
+  fault::scoped_cpu_copy_delay const slow(std::chrono::microseconds{300});
+  for (int run = 0; run < 10; ++run) {
+    ASSERT_EQ(run_toy(tape, random_trips(33, 1, 15, seed - static_cast<std::uint64_t>(run))), "") << "run " << run;
   }
 }
 

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// RK4 particles on the GPU (CUDA, or HIP through the platform header): the workload's entry points
+// over the kernels of cuda_step.cuh and the backend-independent driver.
+#include "backends.hpp"
+#include "cuda_step.cuh"
+#include "driver.hpp"
+
+namespace tapeflow::workloads::rk4::detail {
+
+template <class T>
+gradient_result<T> gradient_gpu(problem const& p, std::vector<T> const& state0, std::vector<T> const& budgets,
+                                options const& o)
+{
+  return run_gradient<T>(gpu_kernels<T>{p.particles}, p, state0, budgets, o);
+}
+
+template <class T>
+primal_result<T> primal_gpu(problem const& p, std::vector<T> const& state0, std::vector<T> const& budgets,
+                            options const& o)
+{
+  return run_primal<T>(gpu_kernels<T>{p.particles}, p, state0, budgets, o);
+}
+
+template <class T>
+std::vector<T> budgets_gpu(problem const& p, std::vector<T> const& state0, std::vector<std::uint32_t> const& targets,
+                           options const& o)
+{
+  return run_budgets<T>(gpu_kernels<T>{p.particles}, p, state0, targets, o);
+}
+
+template gradient_result<float> gradient_gpu(problem const&, std::vector<float> const&, std::vector<float> const&,
+                                             options const&);
+template gradient_result<double> gradient_gpu(problem const&, std::vector<double> const&, std::vector<double> const&,
+                                              options const&);
+template primal_result<float> primal_gpu(problem const&, std::vector<float> const&, std::vector<float> const&,
+                                         options const&);
+template primal_result<double> primal_gpu(problem const&, std::vector<double> const&, std::vector<double> const&,
+                                          options const&);
+template std::vector<float> budgets_gpu(problem const&, std::vector<float> const&, std::vector<std::uint32_t> const&,
+                                        options const&);
+template std::vector<double> budgets_gpu(problem const&, std::vector<double> const&,
+                                         std::vector<std::uint32_t> const&, options const&);
+
+}  // namespace tapeflow::workloads::rk4::detail

@@ -348,6 +348,9 @@ TEST(LstmCpuErrors, BadSizesAreTypedErrorsAndLeakNothing)
   hip.kind = backend::hip;
   EXPECT_THROW(run(p, in.params, in.seq, hip), unavailable_error);
   EXPECT_THROW(static_cast<void>(ls::primal(p, in.params, in.seq, hip)), unavailable_error);
+  ls::options captured = o;
+  captured.capture_reverse = true;
+  EXPECT_THROW(run(p, in.params, in.seq, captured), logic_error);
   ls::options stages = o;
   stages.pipeline.stages = 9;
   EXPECT_THROW(run(p, in.params, in.seq, stages), logic_error);

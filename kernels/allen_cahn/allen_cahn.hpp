@@ -5,6 +5,8 @@
 
 #include "math.hpp"
 
+#include <workload_common/run_options.hpp>
+
 #include <tapeflow/backend.hpp>
 #include <tapeflow/chain.hpp>
 #include <tapeflow/cpu/tile_ring.hpp>
@@ -26,25 +28,9 @@ struct problem {
   double eps2{1.0};
 };
 
-struct options {
-  backend kind{backend::cpu};
-  tape_policy policy{tape_policy::automatic};
+struct options : run_options {
   /// What the tape holds per cell: u (values) or the reaction's partial derivative by duals.
   tape_content content{tape_content::values};
-  std::size_t budget_bytes{0};       ///< device bytes the tape may hold; 0: no limit
-  std::size_t host_budget_bytes{0};  ///< pinned host bytes the host tier may hold; 0: no limit
-  bandwidths bw{};                   ///< copy bandwidths for the planner; zeros: measured
-  pipeline_request pipeline{};       ///< tile/stage/thread overrides
-  /// Stream the work is ordered on (the backend's default stream when default-constructed).
-  /// gradient() and primal() return host vectors, so they wait for it before returning.
-  stream_view stream{};
-  bool measure_time{true};
-  /// Keep the tape resident and replay the reverse as one captured program (store policy only).
-  bool capture_reverse{false};
-  /// Fill every buffer the chain writes with NaN before it is written (tests: every element is
-  /// written exactly where it should be).
-  bool poison{false};
-  std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
 };
 
 template <class T>

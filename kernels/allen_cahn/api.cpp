@@ -47,7 +47,7 @@ chain_stats plan(problem const& p, options const& o)
 {
   validate(p, p.n * p.n);
   return plan_chain(sizeof(record<T>), records_for<T>(p.n * p.n), p.steps, p.n * p.n * sizeof(T),
-                    detail::chain_options_of(o));
+                    chain_options_of(o));
 }
 
 template <class T>

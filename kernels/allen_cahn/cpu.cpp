@@ -12,18 +12,6 @@
 namespace tapeflow::workloads::allen_cahn::detail {
 namespace {
 
-/// The staging ring of one gradient, built by the first reverse step from the chain's plan and
-/// reused by every later one.
-template <class R>
-struct staging {
-  std::unique_ptr<cpu::tile_ring<R>> ring;
-
-  cpu::tile_ring<R>& for_plan(pipeline_plan const& plan)
-  {
-    if (!ring) { ring = std::make_unique<cpu::tile_ring<R>>(plan); }
-    return *ring;
-  }
-};
 
 template <class T>
 struct cpu_step {
@@ -32,7 +20,7 @@ struct cpu_step {
 
   std::size_t n;
   coefficients<T> k;
-  std::shared_ptr<staging<record_type>> stage;
+  std::shared_ptr<cpu::lazy_tile_ring<record_type>> stage;
   tape_content content{tape_content::values};
 
   [[nodiscard]] std::size_t state_size() const noexcept { return n * n; }
@@ -63,11 +51,11 @@ struct cpu_step {
 template <class T>
 gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& u0, options const& o)
 {
-  auto stage = std::make_shared<staging<record<T>>>();
+  auto stage = std::make_shared<cpu::lazy_tile_ring<record<T>>>();
   cpu_step<T> step{p.n, coefficients_of<T>(p), stage, o.content};
   gradient_result<T> result = run_gradient<T>(
     std::move(step), [](device_buffer const& state, stream_view) { return half_sum_of_squares(state.data_as<T>(), state.size() / sizeof(T)); }, p, u0, o);
-  if (stage->ring) { result.staging = stage->ring->stats(); }
+  result.staging = stage->stats();
   return result;
 }
 
@@ -81,7 +69,7 @@ std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options co
 template <class T>
 bench_result benchmark_cpu(problem const& p, std::vector<T> const& u0, options const& o, int warmup, int repeats)
 {
-  cpu_step<T> const step{p.n, coefficients_of<T>(p), std::make_shared<staging<record<T>>>(), o.content};
+  cpu_step<T> const step{p.n, coefficients_of<T>(p), std::make_shared<cpu::lazy_tile_ring<record<T>>>(), o.content};
   return run_benchmark<T>(step, p, u0, o, warmup, repeats);
 }
 

@@ -24,21 +24,6 @@ coefficients<T> coefficients_of(problem const& p) noexcept
   return {static_cast<T>(p.dt), static_cast<T>(p.eps2)};
 }
 
-inline chain_options chain_options_of(options const& o)
-{
-  chain_options c;
-  c.kind = o.kind;
-  c.policy = o.policy;
-  c.budget_bytes = o.budget_bytes;
-  c.host_budget_bytes = o.host_budget_bytes;
-  c.bw = o.bw;
-  c.pipeline = o.pipeline;
-  c.measure_time = o.measure_time;
-  c.capture_reverse = o.capture_reverse;
-  c.poison = o.poison;
-  c.progress = o.progress;
-  return c;
-}
 
 /// `loss(state, stream)` returns L for a state buffer on the backend.
 template <class T, class Step, class Loss>

@@ -94,7 +94,7 @@ chain_stats plan(problem const& p, options const& o)
   check_problem(p, sizeof(T));
   if (o.kind != backend::cpu && o.kind != backend::cuda) { no_backend(o.kind); }
   return plan_chain(sizeof(record<T>), p.batch * p.hidden, p.steps, 2 * p.batch * p.hidden * sizeof(T),
-                    detail::chain_options_of(o));
+                    chain_options_of(o));
 }
 
 template <class T>

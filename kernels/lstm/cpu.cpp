@@ -12,17 +12,6 @@
 namespace tapeflow::workloads::lstm::detail {
 namespace {
 
-/// The staging ring of one gradient, built by the first reverse step from the chain's plan.
-template <class R>
-struct staging {
-  std::unique_ptr<cpu::tile_ring<R>> ring;
-
-  cpu::tile_ring<R>& for_plan(pipeline_plan const& plan)
-  {
-    if (!ring) { ring = std::make_unique<cpu::tile_ring<R>>(plan); }
-    return *ring;
-  }
-};
 
 template <class T>
 struct cpu_step {
@@ -31,7 +20,7 @@ struct cpu_step {
 
   problem p;
   step_buffers<T> buf;
-  std::shared_ptr<staging<record_type>> stage;
+  std::shared_ptr<cpu::lazy_tile_ring<record_type>> stage;
 
   [[nodiscard]] std::size_t gates() const noexcept { return 4 * p.hidden; }
   [[nodiscard]] std::size_t state_size() const noexcept { return 2 * p.batch * p.hidden; }
@@ -127,10 +116,10 @@ struct cpu_step {
 template <class T>
 gradient_result<T> gradient_cpu(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
 {
-  auto stage = std::make_shared<staging<record<T>>>();
+  auto stage = std::make_shared<cpu::lazy_tile_ring<record<T>>>();
   gradient_result<T> result = run_gradient<T>(
     [&](step_buffers<T> buf) { return cpu_step<T>{p, buf, stage}; }, p, params, seq, o);
-  if (stage->ring) { result.staging = stage->ring->stats(); }
+  result.staging = stage->stats();
   return result;
 }
 

@@ -86,20 +86,6 @@ struct workspace {
   }
 };
 
-inline chain_options chain_options_of(options const& o)
-{
-  chain_options c;
-  c.kind = o.kind;
-  c.policy = o.policy;
-  c.budget_bytes = o.budget_bytes;
-  c.host_budget_bytes = o.host_budget_bytes;
-  c.bw = o.bw;
-  c.pipeline = o.pipeline;
-  c.measure_time = o.measure_time;
-  c.poison = o.poison;
-  c.progress = o.progress;
-  return c;
-}
 
 /// The chain's initial state: h0 then c0 (zeros where the sequence leaves them empty).
 template <class T>
@@ -127,6 +113,8 @@ gradient_result<T> run_gradient(MakeStep&& make_step, problem const& p, weights<
 {
   TAPEFLOW_NVTX_RANGE("tapeflow::lstm::gradient");
   validate(p, params, seq);
+  TAPEFLOW_EXPECTS(!o.capture_reverse, "the LSTM's reverse accumulates dW, dU and db outside the chain's buffers "
+                                       "and cannot be replayed as a captured program; leave capture_reverse off");
   using step_type = decltype(make_step(std::declval<step_buffers<T>>()));
   stream_view const s = o.stream;
   std::size_t const cells = p.batch * p.hidden;

@@ -4,6 +4,8 @@
 // products on cuBLAS, the cells in tapeflow's kernels). See docs/workloads/lstm.md.
 #pragma once
 
+#include <workload_common/run_options.hpp>
+
 #include <tapeflow/backend.hpp>
 #include <tapeflow/chain.hpp>
 #include <tapeflow/cpu/tile_ring.hpp>
@@ -42,21 +44,9 @@ struct sequence {
   std::vector<T> c0;
 };
 
-struct options {
-  backend kind{backend::cpu};
-  tape_policy policy{tape_policy::automatic};
-  std::size_t budget_bytes{0};       ///< device bytes the tape may hold; 0: no limit
-  std::size_t host_budget_bytes{0};  ///< pinned host bytes the host tier may hold; 0: no limit
-  bandwidths bw{};                   ///< copy bandwidths for the planner; zeros: measured
-  pipeline_request pipeline{};       ///< tile/stage/thread overrides of the cells' reverse
-  /// Stream the work is ordered on (the backend's default stream when default-constructed).
-  /// gradient() and primal() return host vectors, so they wait for it before returning.
-  stream_view stream{};
-  bool measure_time{true};
-  /// Fill every buffer the chain writes with NaN before it is written (tests).
-  bool poison{false};
-  std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
-};
+/// How the chain runs (kernels/workload_common/run_options.hpp). capture_reverse is refused (logic_error):
+/// the reverse accumulates the parameter gradients outside the chain's buffers.
+struct options : run_options {};
 
 template <class T>
 struct gradient_result {

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -121,6 +122,24 @@ class tile_ring {
   std::size_t tile_records_;
   std::vector<R> slots_;
   ring_stats stats_{};
+};
+
+/// The staging ring of one gradient as a CPU step holds it: built by the first reverse step from
+/// the chain's plan (steps do not see the plan before), reused by every later one. Steps are
+/// copied into the chain, so they share it through a shared_ptr.
+template <class R>
+class lazy_tile_ring {
+ public:
+  tile_ring<R>& for_plan(pipeline_plan const& plan)
+  {
+    if (!ring_) { ring_ = std::make_unique<tile_ring<R>>(plan); }
+    return *ring_;
+  }
+  /// What the ring did so far (zeros when no reverse ran).
+  [[nodiscard]] ring_stats stats() const noexcept { return ring_ ? ring_->stats() : ring_stats{}; }
+
+ private:
+  std::unique_ptr<tile_ring<R>> ring_;
 };
 
 }  // namespace tapeflow::cpu

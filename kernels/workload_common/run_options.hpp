@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// What every chain workload's entry points take besides their problem: how and where the chain
+// runs. Each workload's `options` derives from it and adds its own knobs.
+#pragma once
+
+#include <tapeflow/backend.hpp>
+#include <tapeflow/chain.hpp>
+#include <tapeflow/plan.hpp>
+#include <tapeflow/policy.hpp>
+#include <tapeflow/stream.hpp>
+#include <tapeflow/tiers.hpp>
+
+#include <cstddef>
+#include <functional>
+
+namespace tapeflow::workloads {
+
+struct run_options {
+  backend kind{backend::cpu};
+  tape_policy policy{tape_policy::automatic};
+  std::size_t budget_bytes{0};       ///< device bytes the tape may hold; 0: no limit
+  std::size_t host_budget_bytes{0};  ///< pinned host bytes the host tier may hold; 0: no limit
+  bandwidths bw{};                   ///< copy bandwidths for the planner; zeros: measured
+  pipeline_request pipeline{};       ///< tile/stage/thread overrides of the staged reverse
+  /// Stream the work is ordered on (the backend's default stream when default-constructed).
+  /// Entry points that return host vectors wait for it before returning.
+  stream_view stream{};
+  bool measure_time{true};
+  /// Keep the tape resident and replay the reverse as one captured program (store policy only).
+  bool capture_reverse{false};
+  /// Fill every buffer the chain writes with NaN before it is written (tests: every element is
+  /// written exactly where it should be).
+  bool poison{false};
+  std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
+};
+
+/// The chain's share of the options.
+[[nodiscard]] inline chain_options chain_options_of(run_options const& o)
+{
+  chain_options c;
+  c.kind = o.kind;
+  c.policy = o.policy;
+  c.budget_bytes = o.budget_bytes;
+  c.host_budget_bytes = o.host_budget_bytes;
+  c.bw = o.bw;
+  c.pipeline = o.pipeline;
+  c.measure_time = o.measure_time;
+  c.capture_reverse = o.capture_reverse;
+  c.poison = o.poison;
+  c.progress = o.progress;
+  return c;
+}
+
+}  // namespace tapeflow::workloads

@@ -22,8 +22,10 @@ namespace {
 namespace lbm = workloads::lbm;
 using testing::real;
 
-static_assert(sizeof(lbm::record<float>) == 48, "f32 records: 9 values padded to 3 chunks");
-static_assert(sizeof(lbm::record<double>) == 80, "f64 records: 9 values padded to 5 chunks");
+static_assert(sizeof(lbm::record<float>) == 16 && lbm::cells_per_record<float> == 2,
+              "f32 records: the velocities of 2 cells in one chunk");
+static_assert(sizeof(lbm::record<double>) == 16 && lbm::cells_per_record<double> == 1,
+              "f64 records: the velocity of 1 cell in one chunk");
 
 // ---- an independent long-double D2Q9 (none of the library's code) ----------------------------
 constexpr int ref_cx[9] = {0, 1, 0, -1, 0, 1, -1, -1, 1};
@@ -138,8 +140,9 @@ TEST(LbmCollision, AdjointMatchesCentralFiniteDifferencesInLongDouble)
         f[i] = ref_w[i] * rho * (1 + 3 * cu + 4.5L * cu * cu - 1.5L * (ux * ux + uy * uy)) * (1 + 0.05L * r(rng));
         gbar[i] = r(rng);
       }
+      // The adjoint takes only the velocity the forward computes (and tapes) from f.
       real g[9];
-      lbm::collide_adjoint<real>(f, gbar, omega, g);
+      lbm::collide_adjoint<real>(lbm::moments_of(f).u, gbar, omega, g);
 
       // d/df_j of J = sum_i gbar_i post_i(f).
       real const h = 1e-6L;
@@ -278,20 +281,39 @@ TEST(LbmCpuReference, StatsDescribeTheTape)
   std::vector<float> const f32 = lbm::random_state<float>(p, testing::fresh_seed());
   lbm::gradient_result<float> const r = lbm::gradient(p, f32, cpu_options());
   EXPECT_EQ(r.chain.steps, 4u);
-  EXPECT_EQ(r.chain.plan.records, 70u);  // one record per cell
-  EXPECT_EQ(r.chain.layer_bytes, 70u * 48);
-  EXPECT_EQ(r.chain.tape_bytes, 4 * 70u * 48);
+  EXPECT_EQ(r.chain.plan.records, 35u);  // one record per 2 cells
+  EXPECT_EQ(r.chain.layer_bytes, 35u * 16);
+  EXPECT_EQ(r.chain.tape_bytes, 4 * 35u * 16);
   EXPECT_EQ(r.chain.peak_tape_bytes, r.chain.tape_bytes);
   EXPECT_EQ(r.staging.tiles, 4 * r.chain.plan.tiles);
   EXPECT_GE(r.peak_device_bytes, r.chain.tape_bytes);
   std::vector<double> const f64 = lbm::random_state<double>(p, testing::fresh_seed());
-  EXPECT_EQ(lbm::gradient(p, f64, cpu_options()).chain.layer_bytes, 70u * 80);
-  EXPECT_EQ(lbm::plan<double>(p, cpu_options()).tape_bytes, 4 * 70u * 80);
+  EXPECT_EQ(lbm::gradient(p, f64, cpu_options()).chain.layer_bytes, 70u * 16);
+  EXPECT_EQ(lbm::plan<double>(p, cpu_options()).tape_bytes, 4 * 70u * 16);
+}
+
+TEST(LbmCpuReference, TheTapeHoldsOnlyTheVelocity)
+{
+  // 8 bytes per cell and step in f32 (2 floats), 16 in f64 (2 doubles): nothing else is taped.
+  for (lbm::problem const p : {lbm::problem{16, 12, 3, 0.8}, lbm::problem{1, 1, 2, 0.8}, lbm::problem{7, 5, 4, 0.8}}) {
+    std::size_t const cells = p.cells();
+    SCOPED_TRACE(std::to_string(p.nx) + "x" + std::to_string(p.ny));
+    chain_stats const f32 = lbm::gradient(p, lbm::random_state<float>(p, testing::fresh_seed()), cpu_options()).chain;
+    // An odd number of cells pads the layer's last record by one cell.
+    EXPECT_EQ(f32.layer_bytes, (cells + cells % 2) * 8);
+    EXPECT_EQ(f32.tape_bytes, p.steps * (cells + cells % 2) * 8);
+    EXPECT_EQ(lbm::plan<float>(p, cpu_options()).tape_bytes, f32.tape_bytes);
+    chain_stats const f64 =
+      lbm::gradient(p, lbm::random_state<double>(p, testing::fresh_seed()), cpu_options()).chain;
+    EXPECT_EQ(f64.layer_bytes, cells * 16);
+    EXPECT_EQ(f64.tape_bytes, p.steps * cells * 16);
+    EXPECT_EQ(lbm::plan<double>(p, cpu_options()).tape_bytes, f64.tape_bytes);
+  }
 }
 
 TEST(LbmCpuReference, EveryTilingGivesTheSameBits)
 {
-  lbm::problem const p{11, 9, 6, 0.8};  // 99 records: no tile below divides them
+  lbm::problem const p{11, 9, 6, 0.8};  // 99 cells, 50 records (f32): no tile below divides them
   std::vector<float> const f0 = lbm::random_state<float>(p, testing::fresh_seed());
   lbm::gradient_result<float> const base = lbm::gradient(p, f0, cpu_options());
   for (auto [tile, stages] : {std::pair<std::size_t, int>{1, 2}, {7, 3}, {64, 8}, {1000, 2}}) {
@@ -317,7 +339,8 @@ void PrintTo(tier_case const& c, std::ostream* os) { *os << to_string(c.policy) 
 template <class T>
 void expect_same_gradient_under(tier_case c)
 {
-  lbm::problem const p{12, 10, 12, 0.8};
+  // 48 steps: a quarter of the tape holds one layer and two snapshots of the state (each 4.5 layers).
+  lbm::problem const p{12, 10, 48, 0.8};
   std::uint64_t const seed = testing::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::vector<T> const f0 = lbm::random_state<T>(p, seed);
@@ -413,7 +436,7 @@ TEST(LbmCpuErrors, BadProblemsAreTypedErrors)
   EXPECT_THROW(static_cast<void>(lbm::random_state<float>(with([](lbm::problem& p) { p.ny = 0; }), 1)), logic_error);
 
   lbm::options budget = o;
-  budget.budget_bytes = 100;  // less than one 576-byte layer
+  budget.budget_bytes = 64;  // less than one 96-byte layer (12 cells, 6 records)
   EXPECT_THROW(static_cast<void>(lbm::gradient(good, f0, budget)), budget_error);
   lbm::options hip = o;
   hip.kind = backend::hip;

@@ -36,7 +36,7 @@ struct cpu_step {
   std::shared_ptr<staging<record_type>> stage;
 
   [[nodiscard]] std::size_t state_size() const noexcept { return 9 * nx * ny; }
-  [[nodiscard]] std::size_t records_per_step() const noexcept { return nx * ny; }
+  [[nodiscard]] std::size_t records_per_step() const noexcept { return records_per_layer<T>(nx * ny); }
 
   void forward(std::size_t, T const* in, T* out, stream_view) const
   {
@@ -45,9 +45,7 @@ struct cpu_step {
 
   void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
   {
-    for (std::size_t cell = 0; cell < tape.size(); ++cell) {
-      tape.write(cell, forward_region(in, out, nx, ny, cell, omega));
-    }
+    for (std::size_t r = 0; r < tape.size(); ++r) { tape.write(r, forward_region(in, out, nx, ny, r, omega)); }
   }
 
   void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_next, T* g_f,

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// LBM's GPU kernels and chain step (CUDA, or HIP through the platform header). One thread per
-// cell: the primal and the augmented forward read the cell's 9 values from the SoA planes,
-// collide and push to the neighbours; the augmented forward also writes the cell's record (the 9
-// pre-collision values, one coalesced run of 16-byte chunks per warp). The reverse reads the tape
-// only through the staged tile pipeline and gathers g_next from the 9 neighbours (no atomics).
+// LBM's GPU kernels and chain step (CUDA, or HIP through the platform header). The primal runs one
+// thread per cell: it reads the cell's 9 values from the SoA planes, collides and pushes to the
+// neighbours. The augmented forward and the reverse run one thread per record (2 cells in f32, 1
+// in f64): the forward steps the record's cells and writes their velocities as one 16-byte store
+// (consecutive threads, consecutive chunks); the reverse reads the tape only through the staged
+// tile pipeline and gathers g_next from the 9 neighbours of each cell (no atomics).
 // Shared by the workload (cuda.cu) and the benchmark suite.
 #pragma once
 
@@ -40,9 +41,9 @@ template <class T>
 __global__ void augmented_forward_kernel(T const* __restrict__ in, T* __restrict__ out, tape_writer<record<T>> tape,
                                          std::size_t nx, std::size_t ny, T omega)
 {
-  for (std::size_t cell = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; cell < tape.size();
-       cell += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    tape.write(cell, forward_region(in, out, nx, ny, cell, omega));
+  for (std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; r < tape.size();
+       r += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    tape.write(r, forward_region(in, out, nx, ny, r, omega));
   }
 }
 
@@ -74,7 +75,7 @@ struct cuda_step {
   int multiprocessors;
 
   [[nodiscard]] std::size_t state_size() const noexcept { return 9 * nx * ny; }
-  [[nodiscard]] std::size_t records_per_step() const noexcept { return nx * ny; }
+  [[nodiscard]] std::size_t records_per_step() const noexcept { return records_per_layer<T>(nx * ny); }
 
   void forward(std::size_t, T const* in, T* out, stream_view s) const
   {

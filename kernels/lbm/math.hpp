@@ -16,7 +16,8 @@
 //   d feq_i / d m   = w_i (3 c_i + 9 (c_i.u) c_i - 3 u)                (summed with gbar: B)
 // and d rho / d f_j = 1, d m / d f_j = c_j, so
 //   g_f_j(x) = (1 - omega) gbar_j + omega (A + B . c_j).
-// The reverse needs only the pre-collision f_i(x) of each cell: that is the tape record.
+// A and B depend on the cell's pre-collision state only through u = m / rho: the 2 values of u
+// are the whole tape record of a cell (rho and the 9 f_i are not needed by the reverse).
 #pragma once
 
 #include <tapeflow/config.hpp>
@@ -44,15 +45,29 @@ TAPEFLOW_HOST_DEVICE constexpr T weight(int i) noexcept
   return i == 0 ? T(4) / T(9) : (i < 5 ? T(1) / T(9) : T(1) / T(36));
 }
 
-/// Values of one tape record: the 9 pre-collision values, padded to whole 16-byte chunks
-/// (12 floats = 48 B, 10 doubles = 80 B).
+/// The velocity u = m / rho of one cell: all the reverse needs of its pre-collision state.
 template <class T>
-inline constexpr std::size_t record_values =
-  (directions + values_per_chunk<T> - 1) / values_per_chunk<T> * values_per_chunk<T>;
+struct velocity {
+  T x;
+  T y;
+};
 
-/// One region of the tape: one cell's pre-collision f_0..f_8 at one step (then zero padding).
+/// Cells per tape record: one 16-byte chunk holds the velocities of 2 cells in f32
+/// {ux0, uy0, ux1, uy1}, of 1 cell in f64 {ux, uy}.
 template <class T>
-using record = value_record<T, record_values<T>>;
+inline constexpr std::size_t cells_per_record = values_per_chunk<T> / 2;
+
+/// One region of the tape: the velocities of `cells_per_record<T>` consecutive cells at one step
+/// (the last record of a layer holds zeros for cells past the lattice).
+template <class T>
+using record = value_record<T, 2 * cells_per_record<T>>;
+
+/// Records in one layer (one step) of a lattice of `cells` cells.
+template <class T>
+TAPEFLOW_HOST_DEVICE constexpr std::size_t records_per_layer(std::size_t cells) noexcept
+{
+  return (cells + cells_per_record<T> - 1) / cells_per_record<T>;
+}
 
 /// The periodic neighbour of `cell` along direction i, on an nx x ny grid.
 TAPEFLOW_HOST_DEVICE inline std::size_t neighbour(std::size_t cell, int i, std::size_t nx, std::size_t ny) noexcept
@@ -66,9 +81,16 @@ TAPEFLOW_HOST_DEVICE inline std::size_t neighbour(std::size_t cell, int i, std::
   return yn * nx + xn;
 }
 
-/// The post-collision values of one cell from its pre-collision values.
+/// The density and velocity of one cell.
 template <class T>
-TAPEFLOW_HOST_DEVICE void collide(T const (&f)[directions], T omega, T (&post)[directions]) noexcept
+struct moments {
+  T rho;
+  velocity<T> u;
+};
+
+/// rho = sum_i f_i and u = (sum_i c_i f_i) / rho of one cell's pre-collision values.
+template <class T>
+TAPEFLOW_HOST_DEVICE moments<T> moments_of(T const (&f)[directions]) noexcept
 {
   T rho = 0;
   T mx = 0;
@@ -78,102 +100,101 @@ TAPEFLOW_HOST_DEVICE void collide(T const (&f)[directions], T omega, T (&post)[d
     mx += T(cx(i)) * f[i];
     my += T(cy(i)) * f[i];
   }
-  T const ux = mx / rho;
-  T const uy = my / rho;
-  T const usq = ux * ux + uy * uy;
-  for (int i = 0; i < directions; ++i) {
-    T const cu = T(cx(i)) * ux + T(cy(i)) * uy;
-    T const feq = weight<T>(i) * rho * (T(1) + T(3) * cu + T(4.5) * cu * cu - T(1.5) * usq);
-    post[i] = f[i] - omega * (f[i] - feq);
-  }
+  return {rho, {mx / rho, my / rho}};
 }
 
-/// dL/df of one cell from its pre-collision values `f` and the adjoint `gbar` of its
+/// The post-collision values of one cell from its pre-collision values; returns the cell's
+/// velocity u, computed on the way (what the augmented forward tapes).
+template <class T>
+TAPEFLOW_HOST_DEVICE velocity<T> collide(T const (&f)[directions], T omega, T (&post)[directions]) noexcept
+{
+  moments<T> const m = moments_of(f);
+  T const usq = m.u.x * m.u.x + m.u.y * m.u.y;
+  for (int i = 0; i < directions; ++i) {
+    T const cu = T(cx(i)) * m.u.x + T(cy(i)) * m.u.y;
+    T const feq = weight<T>(i) * m.rho * (T(1) + T(3) * cu + T(4.5) * cu * cu - T(1.5) * usq);
+    post[i] = f[i] - omega * (f[i] - feq);
+  }
+  return m.u;
+}
+
+/// dL/df of one cell from its pre-collision velocity `u` and the adjoint `gbar` of its
 /// post-collision values (the derivation is at the top of this file).
 template <class T>
-TAPEFLOW_HOST_DEVICE void collide_adjoint(T const (&f)[directions], T const (&gbar)[directions], T omega,
+TAPEFLOW_HOST_DEVICE void collide_adjoint(velocity<T> u, T const (&gbar)[directions], T omega,
                                           T (&g)[directions]) noexcept
 {
-  T rho = 0;
-  T mx = 0;
-  T my = 0;
-  for (int i = 0; i < directions; ++i) {
-    rho += f[i];
-    mx += T(cx(i)) * f[i];
-    my += T(cy(i)) * f[i];
-  }
-  T const ux = mx / rho;
-  T const uy = my / rho;
-  T const usq = ux * ux + uy * uy;
+  T const usq = u.x * u.x + u.y * u.y;
   T a = 0;
   T bx = 0;
   T by = 0;
   for (int i = 0; i < directions; ++i) {
     T const cxi = T(cx(i));
     T const cyi = T(cy(i));
-    T const cu = cxi * ux + cyi * uy;
+    T const cu = cxi * u.x + cyi * u.y;
     T const wg = weight<T>(i) * gbar[i];
     a += wg * (T(1) - T(4.5) * cu * cu + T(1.5) * usq);
-    bx += wg * (T(3) * cxi + T(9) * cu * cxi - T(3) * ux);
-    by += wg * (T(3) * cyi + T(9) * cu * cyi - T(3) * uy);
+    bx += wg * (T(3) * cxi + T(9) * cu * cxi - T(3) * u.x);
+    by += wg * (T(3) * cyi + T(9) * cu * cyi - T(3) * u.y);
   }
   for (int j = 0; j < directions; ++j) {
     g[j] = (T(1) - omega) * gbar[j] + omega * (a + bx * T(cx(j)) + by * T(cy(j)));
   }
 }
 
-/// One primal step of one cell: collide, push to the neighbours of `out`.
+/// One step of one cell: collide, push to the neighbours in `out`; returns the cell's velocity.
 template <class T>
-TAPEFLOW_HOST_DEVICE void step_cell(T const* in, T* out, std::size_t nx, std::size_t ny, std::size_t cell,
-                                    T omega) noexcept
+TAPEFLOW_HOST_DEVICE velocity<T> step_cell(T const* in, T* out, std::size_t nx, std::size_t ny, std::size_t cell,
+                                           T omega) noexcept
 {
   std::size_t const cells = nx * ny;
   T f[directions];
   for (int i = 0; i < directions; ++i) { f[i] = in[static_cast<std::size_t>(i) * cells + cell]; }
   T post[directions];
-  collide(f, omega, post);
+  velocity<T> const u = collide(f, omega, post);
   for (int i = 0; i < directions; ++i) {
     out[static_cast<std::size_t>(i) * cells + neighbour(cell, i, nx, ny)] = post[i];
   }
+  return u;
 }
 
-/// The augmented forward of one cell: the primal step, and the record to tape.
+/// The augmented forward of record `r` of a layer: the primal step of its cells
+/// (cells_per_record * r onwards, those inside the lattice), and the record of their velocities.
 template <class T>
-TAPEFLOW_HOST_DEVICE record<T> forward_region(T const* in, T* out, std::size_t nx, std::size_t ny,
-                                              std::size_t cell, T omega) noexcept
+TAPEFLOW_HOST_DEVICE record<T> forward_region(T const* in, T* out, std::size_t nx, std::size_t ny, std::size_t r,
+                                              T omega) noexcept
 {
   std::size_t const cells = nx * ny;
   record<T> rec;
-  T f[directions];
-  for (int i = 0; i < directions; ++i) {
-    f[i] = in[static_cast<std::size_t>(i) * cells + cell];
-    rec.values[i] = f[i];
-  }
-  for (std::size_t i = directions; i < record_values<T>; ++i) { rec.values[i] = T(0); }
-  T post[directions];
-  collide(f, omega, post);
-  for (int i = 0; i < directions; ++i) {
-    out[static_cast<std::size_t>(i) * cells + neighbour(cell, i, nx, ny)] = post[i];
+  for (std::size_t k = 0; k < cells_per_record<T>; ++k) {
+    std::size_t const cell = r * cells_per_record<T> + k;
+    velocity<T> u{T(0), T(0)};  // padding past the last cell
+    if (cell < cells) { u = step_cell(in, out, nx, ny, cell, omega); }
+    rec.values[2 * k] = u.x;
+    rec.values[2 * k + 1] = u.y;
   }
   return rec;
 }
 
-/// The reverse of one cell from its staged record: gathers g_next from the 9 neighbours the
-/// forward pushed to and writes dL/df of the cell's 9 values.
+/// The reverse of record `r` from its staged copy: for each of its cells, gathers g_next from the
+/// 9 neighbours the forward pushed to and writes dL/df of the cell's 9 values.
 template <class T>
 TAPEFLOW_HOST_DEVICE void reverse_region(record<T> const& rec, T const* g_next, T* g_f, std::size_t nx,
-                                         std::size_t ny, std::size_t cell, T omega) noexcept
+                                         std::size_t ny, std::size_t r, T omega) noexcept
 {
   std::size_t const cells = nx * ny;
-  T f[directions];
-  T gbar[directions];
-  for (int i = 0; i < directions; ++i) {
-    f[i] = rec.values[i];
-    gbar[i] = g_next[static_cast<std::size_t>(i) * cells + neighbour(cell, i, nx, ny)];
+  for (std::size_t k = 0; k < cells_per_record<T>; ++k) {
+    std::size_t const cell = r * cells_per_record<T> + k;
+    if (cell >= cells) { break; }
+    velocity<T> const u{rec.values[2 * k], rec.values[2 * k + 1]};
+    T gbar[directions];
+    for (int i = 0; i < directions; ++i) {
+      gbar[i] = g_next[static_cast<std::size_t>(i) * cells + neighbour(cell, i, nx, ny)];
+    }
+    T g[directions];
+    collide_adjoint(u, gbar, omega, g);
+    for (int j = 0; j < directions; ++j) { g_f[static_cast<std::size_t>(j) * cells + cell] = g[j]; }
   }
-  T g[directions];
-  collide_adjoint(f, gbar, omega, g);
-  for (int j = 0; j < directions; ++j) { g_f[static_cast<std::size_t>(j) * cells + cell] = g[j]; }
 }
 
 /// L = 0.5 * sum(f^2) over `count` values, accumulated in double (host).

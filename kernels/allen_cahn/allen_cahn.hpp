@@ -6,6 +6,7 @@
 #include "math.hpp"
 
 #include <workload_common/run_options.hpp>
+#include <workload_common/state_gradient.hpp>
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/chain.hpp>
@@ -33,14 +34,9 @@ struct options : run_options {
   tape_content content{tape_content::values};
 };
 
+/// dL/du_0 (row-major), L, the chain's stats and the peak device bytes.
 template <class T>
-struct gradient_result {
-  T loss{};
-  std::vector<T> gradient;             ///< dL/du_0, row-major
-  chain_stats chain{};
-  std::size_t peak_device_bytes{0};    ///< every tapeflow allocation on the backend, peak
-  cpu::ring_stats staging{};           ///< CPU backend only
-};
+using gradient_result = state_gradient<T>;
 
 /// Throws logic_error unless n >= 1, steps >= 1, n*n does not overflow and `values` == n*n.
 void validate(problem const& p, std::size_t values);

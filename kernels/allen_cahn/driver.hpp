@@ -31,26 +31,7 @@ gradient_result<T> run_gradient(Step step, Loss&& loss, problem const& p, std::v
 {
   TAPEFLOW_NVTX_RANGE("tapeflow::allen_cahn::gradient");
   validate(p, u0.size());
-  std::size_t const bytes = u0.size() * sizeof(T);
-  reset_device_memory_peak(o.kind);
-  chain<Step> c(std::move(step), p.steps, chain_options_of(o));
-  stream_view const stream = o.stream;
-
-  device_buffer state(o.kind, bytes, stream);
-  state.upload(u0.data(), bytes, stream);
-  c.forward(state, stream);
-
-  gradient_result<T> result;
-  result.loss = loss(state, stream);
-  device_buffer adjoint(o.kind, bytes, stream);
-  adjoint.copy_from(state, stream);  // dL/du_T = u_T
-  c.reverse(adjoint, stream);
-
-  result.gradient.resize(u0.size());
-  adjoint.download(result.gradient.data(), bytes, stream);
-  result.chain = c.stats();
-  result.peak_device_bytes = device_memory_usage(o.kind).peak_bytes;
-  return result;
+  return workloads::detail::half_square_gradient<T>(std::move(step), std::forward<Loss>(loss), p.steps, u0, o);
 }
 
 /// `advance(in, out, stream)` applies one primal step on the backend.
@@ -59,18 +40,7 @@ std::vector<T> run_primal(Advance&& advance, problem const& p, std::vector<T> co
 {
   TAPEFLOW_NVTX_RANGE("tapeflow::allen_cahn::primal");
   validate(p, u0.size());
-  std::size_t const bytes = u0.size() * sizeof(T);
-  stream_view const stream = o.stream;
-  device_buffer a(o.kind, bytes, stream);
-  device_buffer b(o.kind, bytes, stream);
-  a.upload(u0.data(), bytes, stream);
-  for (std::size_t s = 0; s < p.steps; ++s) {
-    advance(a.data_as<T>(), b.data_as<T>(), stream);
-    std::swap(a, b);
-  }
-  std::vector<T> u(u0.size());
-  a.download(u.data(), bytes, stream);
-  return u;
+  return workloads::detail::untaped_primal<T>(std::forward<Advance>(advance), p.steps, u0, o);
 }
 
 inline double median_of(std::vector<double> v)

@@ -54,7 +54,7 @@ chain_stats plan(problem const& p, options const& o)
 {
   validate(p, p.values());
   return plan_chain(sizeof(record<T>), records_per_layer<T>(p.cells()), p.steps, p.values() * sizeof(T),
-                    detail::chain_options_of(o));
+                    chain_options_of(o));
 }
 
 template <class T>

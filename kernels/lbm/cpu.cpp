@@ -12,18 +12,6 @@
 namespace tapeflow::workloads::lbm::detail {
 namespace {
 
-/// The staging ring of one gradient, built by the first reverse step from the chain's plan and
-/// reused by every later one.
-template <class R>
-struct staging {
-  std::unique_ptr<cpu::tile_ring<R>> ring;
-
-  cpu::tile_ring<R>& for_plan(pipeline_plan const& plan)
-  {
-    if (!ring) { ring = std::make_unique<cpu::tile_ring<R>>(plan); }
-    return *ring;
-  }
-};
 
 template <class T>
 struct cpu_step {
@@ -33,7 +21,7 @@ struct cpu_step {
   std::size_t nx;
   std::size_t ny;
   T omega;
-  std::shared_ptr<staging<record_type>> stage;
+  std::shared_ptr<cpu::lazy_tile_ring<record_type>> stage;
 
   [[nodiscard]] std::size_t state_size() const noexcept { return 9 * nx * ny; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return records_per_layer<T>(nx * ny); }
@@ -63,7 +51,7 @@ struct cpu_step {
 template <class T>
 gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& f0, options const& o)
 {
-  auto stage = std::make_shared<staging<record<T>>>();
+  auto stage = std::make_shared<cpu::lazy_tile_ring<record<T>>>();
   cpu_step<T> step{p.nx, p.ny, omega_of<T>(p), stage};
   gradient_result<T> result = run_gradient<T>(
     std::move(step),
@@ -71,7 +59,7 @@ gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& f0, opti
       return half_sum_of_squares(state.data_as<T>(), state.size() / sizeof(T));
     },
     p, f0, o);
-  if (stage->ring) { result.staging = stage->ring->stats(); }
+  result.staging = stage->stats();
   return result;
 }
 

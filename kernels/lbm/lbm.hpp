@@ -3,6 +3,9 @@
 // L = 0.5 * sum(f_T^2), gradient dL/df_0 through tapeflow's tape. See docs/workloads/lbm.md.
 #pragma once
 
+#include <workload_common/run_options.hpp>
+#include <workload_common/state_gradient.hpp>
+
 #include <tapeflow/backend.hpp>
 #include <tapeflow/chain.hpp>
 #include <tapeflow/cpu/tile_ring.hpp>
@@ -29,32 +32,11 @@ struct problem {
   [[nodiscard]] std::size_t values() const noexcept { return 9 * nx * ny; }
 };
 
-struct options {
-  backend kind{backend::cpu};
-  tape_policy policy{tape_policy::automatic};
-  std::size_t budget_bytes{0};       ///< device bytes the tape may hold; 0: no limit
-  std::size_t host_budget_bytes{0};  ///< pinned host bytes the host tier may hold; 0: no limit
-  bandwidths bw{};                   ///< copy bandwidths for the planner; zeros: measured
-  pipeline_request pipeline{};       ///< tile/stage/thread overrides
-  /// Stream the work is ordered on (the backend's default stream when default-constructed).
-  /// gradient() and primal() return host vectors, so they wait for it before returning.
-  stream_view stream{};
-  bool measure_time{true};
-  /// Keep the tape resident and replay the reverse as one captured program (store policy only).
-  bool capture_reverse{false};
-  /// Fill every buffer the chain writes with NaN before it is written (tests).
-  bool poison{false};
-  std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
-};
+struct options : run_options {};
 
+/// dL/df_0 (9 planes of nx * ny), L, the chain's stats and the peak device bytes.
 template <class T>
-struct gradient_result {
-  T loss{};
-  std::vector<T> gradient;             ///< dL/df_0, 9 planes of nx * ny
-  chain_stats chain{};
-  std::size_t peak_device_bytes{0};    ///< every tapeflow allocation on the backend, peak
-  cpu::ring_stats staging{};           ///< CPU backend only
-};
+using gradient_result = state_gradient<T>;
 
 /// Throws logic_error unless nx, ny, steps >= 1, tau > 0.5 (finite), 9*nx*ny does not overflow
 /// and `values` == 9*nx*ny.

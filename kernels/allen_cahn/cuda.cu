@@ -12,7 +12,7 @@ gradient_result<T> gradient_gpu(problem const& p, std::vector<T> const& u0, opti
 {
   int const sms = query_device_limits(gpu_backend).multiprocessors;
   cuda_step<T> step{p.n, coefficients_of<T>(p), sms, o.content};
-  return run_gradient<T>(std::move(step), [](device_buffer const& state, stream_view s) { return cuda_loss<T>(state, s); },
+  return run_gradient<T>(std::move(step), [](device_buffer const& state, stream_view s) { return workloads::detail::half_sum_of_squares_on_device<T>(state, s); },
                          p, u0, o);
 }
 

@@ -12,7 +12,7 @@ gradient_result<T> gradient_gpu(problem const& p, std::vector<T> const& f0, opti
 {
   cuda_step<T> step{p.nx, p.ny, omega_of<T>(p), query_device_limits(gpu_backend).multiprocessors};
   return run_gradient<T>(
-    std::move(step), [](device_buffer const& state, stream_view s) { return cuda_loss<T>(state, s); }, p, f0, o);
+    std::move(step), [](device_buffer const& state, stream_view s) { return workloads::detail::half_sum_of_squares_on_device<T>(state, s); }, p, f0, o);
 }
 
 template <class T>

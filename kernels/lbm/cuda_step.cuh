@@ -16,12 +16,7 @@
 #include <tapeflow/device/tile_pipeline.cuh>
 #include <tapeflow/memory.hpp>
 
-#if defined(TAPEFLOW_PLATFORM_HIP)
-#include <rocprim/rocprim.hpp>
-#else
-#include <cub/device/device_reduce.cuh>
-#include <cuda/std/functional>
-#endif
+#include <workload_common/device_loss.cuh>
 
 namespace tapeflow::workloads::lbm::detail {
 
@@ -58,11 +53,6 @@ __global__ void reverse_kernel(tape_reader<record<T>> tape, T const* __restrict_
       }
     });
 }
-
-template <class T>
-struct half_square {
-  __host__ __device__ T operator()(T v) const noexcept { return T(0.5) * v * v; }
-};
 
 template <class T>
 struct cuda_step {
@@ -102,32 +92,5 @@ struct cuda_step {
     });
   }
 };
-
-/// L = 0.5 * sum(f^2) on the device: CUB on CUDA, rocPRIM on HIP.
-template <class T>
-T cuda_loss(device_buffer const& state, stream_view s)
-{
-  std::size_t const count = state.size() / sizeof(T);
-  device_buffer out(gpu_backend, sizeof(T), s);
-  std::size_t temp_bytes = 0;
-#if defined(TAPEFLOW_PLATFORM_HIP)
-  auto const squares = rocprim::make_transform_iterator(state.data_as<T>(), half_square<T>{});
-  auto reduce = [&](void* temp) {
-    return rocprim::reduce(temp, temp_bytes, squares, out.data_as<T>(), T(0), count, rocprim::plus<T>{},
-                           to_native(s));
-  };
-#else
-  auto reduce = [&](void* temp) {
-    return cub::DeviceReduce::TransformReduce(temp, temp_bytes, state.data_as<T>(), out.data_as<T>(), count,
-                                              cuda::std::plus<T>{}, half_square<T>{}, T(0), to_native(s));
-  };
-#endif
-  TAPEFLOW_CUDA_TRY(reduce(nullptr));
-  device_buffer temp(gpu_backend, temp_bytes == 0 ? 1 : temp_bytes, s);
-  TAPEFLOW_CUDA_TRY(reduce(temp.data()));
-  T loss{};
-  out.download(&loss, sizeof(T), s);
-  return loss;
-}
 
 }  // namespace tapeflow::workloads::lbm::detail

@@ -50,8 +50,9 @@ def initial_state(np, nx: int, ny: int, dtype, seed: int):
     return f.astype(dtype)
 
 
-def make_functions(jax, jnp, steps: int):
-    """(run, loss) for T steps; the lattice constants take the state's dtype."""
+def make_functions(jax, jnp, steps: int, remat: bool = False):
+    """(run, loss) for T steps; the lattice constants take the state's dtype. With `remat`, each
+    step is wrapped in jax.checkpoint: its residuals are recomputed in the backward pass."""
     omega = 1.0 / TAU
 
     def step(f):
@@ -65,8 +66,10 @@ def make_functions(jax, jnp, steps: int):
         # Push: f_next(x + c_i, i) = post_i(x); axes (0, 1) of a plane are (y, x).
         return jnp.stack([jnp.roll(post[i], shift=(CY[i], CX[i]), axis=(0, 1)) for i in range(9)])
 
+    body = jax.checkpoint(step) if remat else step
+
     def run(f):
-        return jax.lax.fori_loop(0, steps, lambda _, g: step(g), f)
+        return jax.lax.fori_loop(0, steps, lambda _, g: body(g), f)
 
     def loss(f):
         return 0.5 * jnp.sum(run(f) ** 2)
@@ -110,18 +113,20 @@ def main() -> None:
     nx, ny, steps = (128, 128, 10) if args.quick else (1024, 1024, 100)
     size = size_string(nx, ny, steps)
     f0 = jax.device_put(jnp.asarray(initial_state(np, nx, ny, np.float32, seed=20261140)))
-    run, loss = make_functions(jax, jnp, steps)
-    primal = jax.jit(run)
-    grad = jax.jit(jax.grad(loss))
-    if grad(f0).dtype != jnp.float32:
-        common.fail("lbm_jax: the timed gradient is not float32")
-    primal_ms = common.median_ms_jax(lambda: primal(f0), args.warmup, args.repeats)
-    grad_ms = common.median_ms_jax(lambda: grad(f0), args.warmup, args.repeats)
     device = jax.devices()[0]
-    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
-    peak = int(stats.get("peak_bytes_in_use", 0)) if stats else 0
-    rows = [common.row("lbm", "jax-jit", size, primal_ms, grad_ms, "jax", peak_device_bytes=peak,
-                       platform=device.platform)]
+    rows = []
+    for variant, remat in (("jax-jit", False), ("jax-checkpoint", True)):
+        run, loss = make_functions(jax, jnp, steps, remat)
+        primal = jax.jit(run)
+        grad = jax.jit(jax.grad(loss))
+        if grad(f0).dtype != jnp.float32:
+            common.fail("lbm_jax: the timed gradient is not float32")
+        primal_ms = common.median_ms_jax(lambda: primal(f0), args.warmup, args.repeats)
+        grad_ms = common.median_ms_jax(lambda: grad(f0), args.warmup, args.repeats)
+        stats = device.memory_stats() if hasattr(device, "memory_stats") else None
+        peak = int(stats.get("peak_bytes_in_use", 0)) if stats else 0
+        rows.append(common.row("lbm", variant, size, primal_ms, grad_ms, "jax", peak_device_bytes=peak,
+                               platform=device.platform))
     common.write_rows(args.out, rows)
 
 

@@ -127,16 +127,38 @@ def main() -> None:
     nx, ny, steps = (128, 128, 10) if args.quick else (1024, 1024, 100)
     size = size_string(nx, ny, steps)
     f0 = initial_state(torch, nx, ny, torch.float32, device, seed=20261140)
+    import contextlib
+
+    import torch.utils.checkpoint as checkpoint
+
+    eager = make_step(torch, torch.float32, device)
+    recomputed = lambda f: checkpoint.checkpoint(eager, f, use_reentrant=False)  # noqa: E731
+    # (name, step, what the backward's saved tensors go through)
+    variants = (
+        ("pytorch-eager", eager, contextlib.nullcontext),
+        ("torch.compile", torch.compile(make_step(torch, torch.float32, device)), contextlib.nullcontext),
+        ("torch-checkpoint", recomputed, contextlib.nullcontext),
+        ("torch-save-on-cpu", eager, lambda: torch.autograd.graph.save_on_cpu(pin_memory=True)),
+    )
     rows = []
-    for variant, step in (("pytorch-eager", make_step(torch, torch.float32, device)),
-                          ("torch.compile", torch.compile(make_step(torch, torch.float32, device)))):
+    for variant, step, saved in variants:
         def primal():
             with torch.no_grad():
                 return run(step, f0, steps)
 
+        def grad():
+            with saved():
+                return gradient(torch, step, f0, steps)
+
         primal_ms = common.median_ms_torch(primal, args.warmup, args.repeats)
         common.torch_peak_bytes(reset=True)
-        grad_ms = common.median_ms_torch(lambda: gradient(torch, step, f0, steps), args.warmup, args.repeats)
+        try:
+            grad_ms = common.median_ms_torch(grad, args.warmup, args.repeats)
+        except torch.cuda.OutOfMemoryError as e:  # reported in the row, not hidden
+            torch.cuda.empty_cache()
+            rows.append({"workload": "lbm", "variant": variant, "size": size, "peer": "pytorch",
+                         "error": "out of memory: " + str(e).splitlines()[0]})
+            continue
         rows.append(common.row("lbm", variant, size, primal_ms, grad_ms, "pytorch",
                                peak_device_bytes=common.torch_peak_bytes()))
     common.write_rows(args.out, rows)

@@ -158,7 +158,9 @@ TEST(GmmCpuReference, ObjectiveMatchesTheIndependentImplementationAtLargerSizes)
 TEST(GmmCpuReference, EveryTilingAgreesAndDescribesTheTape)
 {
   gm::problem const p{4, 3, 301};  // 151 records per component: no tile divides them
-  gm::inputs const in = gm::random_inputs(p, testing::fresh_seed());
+  std::uint64_t const seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  gm::inputs const in = gm::random_inputs(p, seed);
   gm::gradient_result const base = gm::gradient(p, in, cpu_options());
   for (auto [tile, stages] : {std::pair<std::size_t, int>{32, 2}, {64, 3}, {160, 8}, {512, 2}}) {
     gm::options o = cpu_options();
@@ -172,9 +174,12 @@ TEST(GmmCpuReference, EveryTilingAgreesAndDescribesTheTape)
     EXPECT_EQ(r.staging.tiles, p.k * per_component);
     EXPECT_LE(r.staging.max_in_flight, static_cast<std::size_t>(stages));
     EXPECT_EQ(r.objective, base.objective);  // the forward does not depend on the tiling
+    // Each tiling sums the N = 301 per-point terms in another order. dL/dalpha_k = sum_i r_ik -
+    // N softmax(alpha)_k cancels terms of size ~N/K down to O(1), so its rounding differences are
+    // ~N eps relative to the result (seen up to 2e-13); the other gradients do not cancel.
     EXPECT_LT(testing::relative_error(r.d_icf, base.d_icf), 1e-13) << "tiles of " << tile;
     EXPECT_LT(testing::relative_error(r.d_means, base.d_means), 1e-13);
-    EXPECT_LT(testing::relative_error(r.d_alphas, base.d_alphas), 1e-13);
+    EXPECT_LT(testing::relative_error(r.d_alphas, base.d_alphas), 1e-11);
   }
 }
 

@@ -79,10 +79,13 @@ pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const&
     plan.block_threads = std::min(gpu_block_threads, limits.max_threads_per_block);
   }
 
-  // Shared memory a block may stage into: without opt-in, and leaving room for resident blocks.
-  std::size_t const smem_limit =
-    gpu ? std::min(limits.shared_mem_per_block, limits.shared_mem_per_multiprocessor / gpu_resident_blocks)
+  // Shared memory a block may stage into: without opt-in, less what the pipelines declare
+  // statically (their barriers and pipeline state), and leaving room for resident blocks.
+  std::size_t const per_block =
+    gpu ? limits.shared_mem_per_block - std::min(limits.shared_mem_per_block / 2, pipeline_static_smem_bytes)
         : limits.shared_mem_per_block;
+  std::size_t const smem_limit =
+    gpu ? std::min(per_block, limits.shared_mem_per_multiprocessor / gpu_resident_blocks) : per_block;
   std::size_t const tile_limit_plain =
     static_cast<std::size_t>(plan.block_threads) * max_register_chunks * record_alignment;
 
@@ -119,11 +122,11 @@ pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const&
   TAPEFLOW_EXPECTS(plan.tile_records <= static_cast<std::size_t>(-1) / request.record_bytes / max_pipeline_stages,
                    "a tile of " + std::to_string(plan.tile_records) + " records overflows");
   plan.smem_bytes = static_cast<std::size_t>(plain ? 1 : plan.stages) * tile_bytes;
-  TAPEFLOW_EXPECTS(plan.smem_bytes <= limits.shared_mem_per_block,
+  TAPEFLOW_EXPECTS(plan.smem_bytes <= per_block,
                    std::to_string(plain ? 1 : plan.stages) + " staged tiles of " + std::to_string(plan.tile_records) + " records x " +
                      std::to_string(request.record_bytes) + " B = " + std::to_string(plan.smem_bytes) +
-                     " bytes of staging; " + limits.name + " holds " + std::to_string(limits.shared_mem_per_block) +
-                     " bytes per block");
+                     " bytes of staging; " + limits.name + " leaves " + std::to_string(per_block) +
+                     " bytes per block for staging");
   TAPEFLOW_EXPECTS(!plain || tile_bytes <= tile_limit_plain,
                    "a tile of " + std::to_string(tile_bytes) + " bytes exceeds the " +
                      std::to_string(tile_limit_plain) + " bytes register double-buffering holds per block");

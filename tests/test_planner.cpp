@@ -37,13 +37,32 @@ device_limits no_async()
   return d;
 }
 
+TEST(Planner, LeavesRoomForThePipelinesStaticSharedMemory)
+{
+  // 3 stages x 16 KiB is exactly the block's 48 KiB: with the pipeline state beside it the launch
+  // would fail, so an explicit request is refused up front and a planned one stays below.
+  pipeline_request r;
+  r.record_bytes = 16;
+  r.records = 1 << 20;
+  r.tile_records = 1024;
+  r.stages = 3;
+  EXPECT_THROW(static_cast<void>(plan_pipeline(hopper(), r)), logic_error);
+  r.stages = 2;
+  EXPECT_NO_THROW(static_cast<void>(plan_pipeline(hopper(), r)));
+  pipeline_request planned;
+  planned.record_bytes = 48;
+  planned.records = 1 << 20;
+  pipeline_plan const p = plan_pipeline(hopper(), planned);
+  EXPECT_LE(p.smem_bytes + pipeline_static_smem_bytes, hopper().shared_mem_per_block);
+}
+
 void expect_consistent(pipeline_plan const& p, device_limits const& d)
 {
   EXPECT_GE(p.stages, 2);
   EXPECT_LE(p.stages, max_pipeline_stages);
   EXPECT_GE(p.tile_records, 1u);
   EXPECT_EQ(p.tiles, (p.records + p.tile_records - 1) / p.tile_records);
-  EXPECT_LE(p.smem_bytes, d.shared_mem_per_block);
+  EXPECT_LE(p.smem_bytes, d.shared_mem_per_block - (d.kind == backend::cpu ? 0 : pipeline_static_smem_bytes));
   EXPECT_EQ(p.smem_bytes, (p.async_copy || d.kind == backend::cpu ? p.stages : 1) * p.tile_bytes());
   EXPECT_GE(p.grid_blocks, 1);
   EXPECT_LE(static_cast<std::size_t>(p.grid_blocks), p.tiles);

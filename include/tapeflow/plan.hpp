@@ -16,6 +16,10 @@ inline constexpr int max_pipeline_stages = 8;
 /// Register double-buffering (targets without async copy) holds at most this many 16-byte chunks
 /// per thread, which bounds the tile size of the plain pipeline.
 inline constexpr int max_register_chunks = 8;
+/// Shared memory per block the planner leaves to what the pipelines declare statically (the
+/// cuda::pipeline state, the bulk pipeline's barriers: a few bytes per stage), so that a plan's
+/// dynamic staging plus the static part stays within the block's limit.
+inline constexpr std::size_t pipeline_static_smem_bytes = 1024;
 
 /// What a caller asks of the planner. Zero means "choose for me".
 struct pipeline_request {

@@ -28,7 +28,7 @@ bool supported(variant v, backend kind)
   switch (kind) {
     case backend::cpu: return true;
 #if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return v != variant::bulk || query_device_limits(kind).compute_capability >= 90;
+    case backend::cuda: return v != variant::bulk || detail::bulk_kernels_runnable();
 #elif defined(TAPEFLOW_HAS_HIP)
     case backend::hip: return v != variant::bulk && v != variant::staged;
 #endif

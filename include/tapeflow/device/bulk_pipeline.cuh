@@ -20,7 +20,8 @@
 
 namespace tapeflow::device {
 
-/// True where bulk_tile_pipeline runs: an sm_90+ CUDA device.
+/// True where bulk_tile_pipeline can run: an sm_90+ CUDA device (the binary must also hold sm_90
+/// code for the kernel: check cudaFuncAttributes::binaryVersion, as kernels/tape_bound does).
 [[nodiscard]] inline bool bulk_copy_supported(device_limits const& limits) noexcept
 {
   return limits.kind == backend::cuda && limits.compute_capability >= 90;

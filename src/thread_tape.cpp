@@ -84,6 +84,10 @@ thread_arena::thread_arena(std::size_t record_bytes, std::size_t threads, thread
   steps_ = device_buffer(options.kind, threads * sizeof(std::uint32_t));
   status_ = device_buffer(options.kind, thread_tape_status_words * sizeof(std::uint32_t));
   status_host_ = pinned_buffer(options.kind, thread_tape_status_words * sizeof(std::uint32_t));
+  // The buffers above are allocated in order on the default stream; the tape's work runs on
+  // whatever stream its caller passes (tapeflow's streams do not wait for the default one), so
+  // the allocations complete before any of it can be queued.
+  synchronize(options.kind, {});
 }
 
 thread_arena::~thread_arena() { abandon(); }
@@ -92,6 +96,9 @@ void thread_arena::begin_forward(stream_view s)
 {
   TAPEFLOW_EXPECTS(phase_ == phase::idle || phase_ == phase::forwarded,
                    "a thread tape's forward cannot start during its reverse");
+  // A forward on another stream than the last reverse must not clear steps_ under that
+  // reverse's kernels: wait for them.
+  if (s.native() != compute_.native()) { synchronize(options_.kind, compute_); }
   compute_ = s;
   chunks_ = 0;
   pushed_ = 0;
@@ -225,6 +232,9 @@ void thread_arena::end_reverse(stream_view s)
 void thread_arena::abandon() noexcept
 {
   try {
+    // Kernels still queued on the compute stream read steps_ and the slots, which are freed on
+    // other streams: let them finish first.
+    synchronize(options_.kind, compute_);
     d2h_.synchronize();
     h2d_.synchronize();
   } catch (...) {  // the original failure is what the caller sees

@@ -43,7 +43,7 @@ std::string pipeline_plan::describe() const
                      std::to_string(stages) + " stages (" + bytes_text(smem_bytes) + " staged)";
   if (kind == backend::cpu) { return text + ", worker-thread staging ring"; }
   return text + ", grid " + std::to_string(grid_blocks) + " x " + std::to_string(block_threads) +
-         (async_copy ? ", cp.async pipeline" : ", register double-buffering");
+         (bulk_copy ? ", bulk-copy pipeline" : async_copy ? ", cp.async pipeline" : ", register double-buffering");
 }
 
 pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const& request)
@@ -64,6 +64,7 @@ pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const&
   plan.record_bytes = request.record_bytes;
   plan.records = request.records;
   plan.async_copy = limits.async_copy && !request.force_plain;
+  plan.bulk_copy = plan.async_copy && request.bulk_copy && limits.bulk_copy;
 
   // Threads per block.
   if (!gpu) {

@@ -65,6 +65,28 @@ TEST_F(GpuAllenCahn, PartialsOnTheTapeGiveTheReferenceGradientUnderEveryPolicy)
   }
 }
 
+TEST_F(GpuAllenCahn, BulkCopyPipelineGivesTheCpuGradient)
+{
+  device_limits const limits = query_device_limits(testing::gpu);
+  if (!limits.bulk_copy) { GTEST_SKIP() << "no bulk-copy engine on " << limits.name << " (needs sm_90)"; }
+  for (int stages : {2, 3, 4}) {
+    ac::problem const p{257, 9};
+    std::uint64_t const seed = testing::fresh_seed();
+    SCOPED_TRACE("stages " + std::to_string(stages) + ", seed " + std::to_string(seed));
+    std::vector<float> const u0 = testing::random_state<float>(p.n * p.n, seed);
+    ac::options o = on(testing::gpu);
+    o.policy = tape_policy::store;
+    o.pipeline.bulk_copy = true;
+    o.pipeline.stages = stages;
+    o.pipeline.tile_records = 300;  // tiles that neither divide the layer nor a block
+    ac::gradient_result<float> const gpu = ac::gradient(p, u0, o);
+    ASSERT_TRUE(gpu.chain.plan.bulk_copy) << gpu.chain.plan.describe();
+    ac::gradient_result<float> const cpu = ac::gradient(p, u0, on(backend::cpu));
+    ASSERT_TRUE(all_finite(gpu.gradient)) << "an element was never written";
+    EXPECT_LT(testing::relative_error(gpu.gradient, cpu.gradient), 1e-4);
+  }
+}
+
 TEST_F(GpuAllenCahn, F32GradientMatchesTheCpuReference)
 {
   for (auto [n, steps] : {std::pair<std::size_t, std::size_t>{1, 3}, {3, 4}, {33, 10}, {100, 20}, {257, 15}}) {

@@ -37,6 +37,31 @@ device_limits no_async()
   return d;
 }
 
+TEST(Planner, BulkCopiesAreAPreferenceOnlySm90Grants)
+{
+  pipeline_request r;
+  r.record_bytes = 32;
+  r.records = 100000;
+  EXPECT_FALSE(plan_pipeline(hopper(), r).bulk_copy);  // not asked
+  r.bulk_copy = true;
+  pipeline_plan const p = plan_pipeline(hopper(), r);
+  EXPECT_TRUE(p.bulk_copy);
+  EXPECT_TRUE(p.async_copy);
+  EXPECT_NE(p.describe().find("bulk-copy pipeline"), std::string::npos) << p.describe();
+  device_limits ampere = hopper();
+  ampere.compute_capability = 80;
+  ampere.bulk_copy = false;
+  EXPECT_FALSE(plan_pipeline(ampere, r).bulk_copy);  // cp.async instead
+  EXPECT_TRUE(plan_pipeline(ampere, r).async_copy);
+  r.force_plain = true;
+  EXPECT_FALSE(plan_pipeline(hopper(), r).bulk_copy);  // register double-buffering wins
+  device_limits cpu = hopper();
+  cpu.kind = backend::cpu;
+  cpu.bulk_copy = false;
+  r.force_plain = false;
+  EXPECT_FALSE(plan_pipeline(cpu, r).bulk_copy);
+}
+
 TEST(Planner, LeavesRoomForThePipelinesStaticSharedMemory)
 {
   // 3 stages x 16 KiB is exactly the block's 48 KiB: with the pipeline state beside it the launch

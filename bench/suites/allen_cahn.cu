@@ -111,6 +111,11 @@ void foundation(bench::context& ctx)
   chain_options plain = store;
   plain.pipeline.force_plain = true;
   ctx.add(gradient_row(ctx, p, "tapeflow-store-register-db", primal, plain));
+  if (ctx.device().bulk_copy) {  // sm_90: tiles staged by the bulk-copy engine
+    chain_options bulk = store;
+    bulk.pipeline.bulk_copy = true;
+    ctx.add(gradient_row(ctx, p, "tapeflow-store-bulk", primal, bulk));
+  }
   // Forward mode on the tape: the reaction's partial 1 + dt(1 - 3u^2), computed by duals, instead of u.
   ctx.add(gradient_row(ctx, p, "tapeflow-store-partials", primal, store, ac::tape_content::partials));
 }

@@ -23,7 +23,7 @@ struct dual {
   T value{};
   T derivative{};
 
-  TAPEFLOW_HOST_DEVICE constexpr dual() noexcept = default;
+  constexpr dual() noexcept = default;  // defaulted: host and device alike
   /// A constant: derivative 0. Implicit, so constants mix with duals in generic code.
   TAPEFLOW_HOST_DEVICE constexpr dual(T v) noexcept : value(v) {}  // NOLINT(google-explicit-constructor)
   TAPEFLOW_HOST_DEVICE constexpr dual(T v, T d) noexcept : value(v), derivative(d) {}

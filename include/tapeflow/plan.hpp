@@ -29,6 +29,10 @@ struct pipeline_request {
   int stages{0};                 ///< tiles in flight per block, >= 2
   int block_threads{0};          ///< threads per block (GPU backends)
   bool force_plain{false};       ///< use register double-buffering even where async copy exists
+  /// Stage tiles with the sm_90 bulk-copy engine (cp.async.bulk + mbarrier) where the device has
+  /// it; elsewhere the plan keeps cp.async (a preference, so portable code may always ask). The
+  /// binary must hold sm_90 code for the reverse kernel: an sm_80-only build traps there.
+  bool bulk_copy{false};
 };
 
 /// What the planner decided: how a layer is tiled and how its reverse kernel is launched.
@@ -43,6 +47,7 @@ struct pipeline_plan {
   int grid_blocks{0};           ///< persistent grid: each block walks its tiles last-first
   std::size_t smem_bytes{0};    ///< stages * tile bytes
   bool async_copy{false};       ///< cp.async pipeline (else register double-buffering)
+  bool bulk_copy{false};        ///< async tiles staged by the bulk-copy engine (sm_90)
 
   [[nodiscard]] tile_layout layout() const noexcept { return {records, tile_records}; }
   [[nodiscard]] std::size_t tile_bytes() const noexcept { return tile_records * record_bytes; }

@@ -14,7 +14,7 @@ bool bulk_kernels_runnable()
   // The device is sm_90+, but this binary may hold only older code (an sm_80-only build run on
   // Hopper), whose bulk kernels trap: ask which code the driver loaded for one of them.
   cudaFuncAttributes attributes{};
-  TAPEFLOW_CUDA_TRY(cudaFuncGetAttributes(&attributes, reverse_bulk<2>));
+  TAPEFLOW_CUDA_TRY(cudaFuncGetAttributes(&attributes, reverse_staged<-2>));
   return attributes.binaryVersion >= 90;
 #else
   return false;

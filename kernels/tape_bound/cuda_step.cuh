@@ -6,7 +6,6 @@
 
 #include "tape_bound.hpp"
 
-#include <tapeflow/device/bulk_pipeline.cuh>
 #include <tapeflow/device/launch.cuh>
 #include <tapeflow/device/platform.hpp>
 #include <tapeflow/device/tile_pipeline.cuh>
@@ -77,19 +76,12 @@ __device__ void reverse_through(tape_reader<record> tape, float const* __restric
   });
 }
 
+/// Stages > 0: cp.async; 0: register double-buffering; < 0: bulk copies (launch.cuh).
 template <int Stages>
 __global__ void reverse_staged(tape_reader<record> tape, float const* __restrict__ g_out, float* __restrict__ g_in)
 {
   reverse_through<device::tile_pipeline<record, Stages>>(tape, g_out, g_in);
 }
-
-#if defined(TAPEFLOW_HAS_BULK_PIPELINE)
-template <int Stages>
-__global__ void reverse_bulk(tape_reader<record> tape, float const* __restrict__ g_out, float* __restrict__ g_in)
-{
-  reverse_through<device::bulk_tile_pipeline<record, Stages>>(tape, g_out, g_in);
-}
-#endif
 
 /// Device pointers of one run: the state u, both tape layouts (either may be null when unused)
 /// and the adjoints.
@@ -108,6 +100,7 @@ inline pipeline_plan plan_for(variant v, std::size_t n, device_limits const& lim
   pipeline.record_bytes = sizeof(record);
   pipeline.records = n;
   pipeline.force_plain = pipeline.force_plain || v == variant::register_db;
+  pipeline.bulk_copy = v == variant::bulk;
   return plan_pipeline(limits, pipeline);
 }
 
@@ -134,26 +127,14 @@ inline void launch_reverse(variant v, buffers const& b, pipeline_plan const& pla
     case variant::recompute: reverse_recompute<record><<<grid, threads, 0, to_native(s)>>>(b.u, b.g_out, b.g_in, b.n); break;
     case variant::staged:
     case variant::register_db:
+    case variant::bulk:
+      TAPEFLOW_EXPECTS(v != variant::bulk || plan.bulk_copy, "the bulk variant needs a bulk-copy plan (an sm_90 device)");
       device::with_tile_pipeline<record>(plan, [&](auto stages) {
         constexpr int S = decltype(stages)::value;
         reverse_staged<S><<<plan.grid_blocks, plan.block_threads, plan.smem_bytes, to_native(s)>>>(tape, b.g_out,
                                                                                                  b.g_in);
       });
       break;
-    case variant::bulk:
-#if defined(TAPEFLOW_HAS_BULK_PIPELINE)
-      TAPEFLOW_EXPECTS(plan.async_copy, "the bulk pipeline needs a multi-stage plan");
-      device::with_tile_pipeline<record>(plan, [&](auto stages) {
-        constexpr int S = decltype(stages)::value;
-        if constexpr (S >= 2) {
-          reverse_bulk<S><<<plan.grid_blocks, plan.block_threads, plan.smem_bytes, to_native(s)>>>(tape, b.g_out,
-                                                                                                  b.g_in);
-        }
-      });
-      break;
-#else
-      TAPEFLOW_FAIL(unavailable_error, "this platform has no bulk-copy pipeline");
-#endif
   }
   TAPEFLOW_CHECK_LAUNCH();
 }

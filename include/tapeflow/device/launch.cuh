@@ -12,8 +12,9 @@
 namespace tapeflow::device {
 
 /// Calls `f(std::integral_constant<int, S>{})` with the pipeline variant the plan asks for:
-/// S = plan.stages for the async pipeline, S = 0 for register double-buffering. Checks that the
-/// plan fits the variant before any launch.
+/// S = plan.stages for the cp.async pipeline, S = -plan.stages for the bulk-copy pipeline
+/// (plan.bulk_copy), S = 0 for register double-buffering; kernels use tile_pipeline<R, S>. Checks
+/// that the plan fits the variant before any launch.
 template <class R, class F>
 void with_tile_pipeline(pipeline_plan const& plan, F&& f)
 {
@@ -32,16 +33,24 @@ void with_tile_pipeline(pipeline_plan const& plan, F&& f)
 #if !defined(TAPEFLOW_HAS_ASYNC_PIPELINE)
   TAPEFLOW_FAIL(logic_error, "this platform has no asynchronous copy pipeline; plan with force_plain");
 #else
-  switch (plan.stages) {
-    case 2: f(std::integral_constant<int, 2>{}); return;
-    case 3: f(std::integral_constant<int, 3>{}); return;
-    case 4: f(std::integral_constant<int, 4>{}); return;
-    case 5: f(std::integral_constant<int, 5>{}); return;
-    case 6: f(std::integral_constant<int, 6>{}); return;
-    case 7: f(std::integral_constant<int, 7>{}); return;
-    case 8: f(std::integral_constant<int, 8>{}); return;
-    default:
-      TAPEFLOW_FAIL(logic_error, "pipeline stages must be between 2 and 8, got " + std::to_string(plan.stages));
+  auto const dispatch = [&](auto sign) {
+    constexpr int k = decltype(sign)::value;  // +1: cp.async, -1: bulk copies
+    switch (plan.stages) {
+      case 2: f(std::integral_constant<int, 2 * k>{}); return;
+      case 3: f(std::integral_constant<int, 3 * k>{}); return;
+      case 4: f(std::integral_constant<int, 4 * k>{}); return;
+      case 5: f(std::integral_constant<int, 5 * k>{}); return;
+      case 6: f(std::integral_constant<int, 6 * k>{}); return;
+      case 7: f(std::integral_constant<int, 7 * k>{}); return;
+      case 8: f(std::integral_constant<int, 8 * k>{}); return;
+      default:
+        TAPEFLOW_FAIL(logic_error, "pipeline stages must be between 2 and 8, got " + std::to_string(plan.stages));
+    }
+  };
+  if (plan.bulk_copy) {
+    dispatch(std::integral_constant<int, -1>{});
+  } else {
+    dispatch(std::integral_constant<int, 1>{});
   }
 #endif
 }

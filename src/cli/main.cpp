@@ -6,7 +6,7 @@
 //   tapeflow run allen-cahn --n N --steps T --input U0.bin --grad-out G.bin
 //       [--dtype f32|f64] [--backend auto|cpu|cuda|hip] [--policy auto|store|offload|recompute]
 //       [--budget BYTES] [--host-budget BYTES] [--json STATS.json] [--tile-records K] [--stages S]
-//       [--tape values|partials] [--no-progress]
+//       [--tape values|partials] [--bulk-copy] [--no-progress]
 //   tapeflow plan allen-cahn --n N --steps T [--dtype] [--backend] [--policy] [--budget] [--host-budget]
 //   tapeflow bench allen-cahn --n N --steps T [the plan options] [--warmup W] [--repeats R] [--json ROW.json]
 //
@@ -69,6 +69,7 @@ std::vector<flag_spec> const problem_flags{
   {"host-budget", "BYTES", "pinned host bytes the host tier may occupy (default: no limit)", false},
   {"tile-records", "K", "records per tile (default: planned)", false},
   {"stages", "S", "pipeline stages, 2..8 (default: planned)", false},
+  {"bulk-copy", "", "stage tiles with sm_90 bulk copies (cp.async.bulk) where the device has them", false},
   {"tape", "values|partials", "what the tape holds per cell: u, or r'(u) by forward-mode duals (default values)", false},
 };
 
@@ -296,6 +297,7 @@ ac::options parse_options(parsed_args const& args)
   o.pipeline.stages = static_cast<int>(stages);
   if (args.has("tile-records") && o.pipeline.tile_records == 0) { throw usage_error("--tile-records must be at least 1"); }
   o.capture_reverse = args.has("capture-reverse");
+  o.pipeline.bulk_copy = args.has("bulk-copy");
   std::string const tape = args.text("tape", "values");
   if (tape != "values" && tape != "partials") {
     throw usage_error("--tape must be values or partials, got '" + tape + "'");

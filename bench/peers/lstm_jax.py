@@ -28,7 +28,8 @@ def size_string(b: int, t: int, i: int, h: int) -> str:
     return f"B{b} T{t} I{i} H{h}"
 
 
-def make_loss():
+def make_loss(remat: bool = False):
+    """sum(h_T); with `remat`, each step is wrapped in jax.checkpoint (recomputed in the backward)."""
     import jax
     import jax.numpy as jnp
     from jax import lax
@@ -54,7 +55,7 @@ def make_loss():
             return (h, c), None
 
         zeros = jnp.zeros((b_, h_), x.dtype)
-        (h, _), _ = lax.scan(step, (zeros, zeros), wx)
+        (h, _), _ = lax.scan(jax.checkpoint(step) if remat else step, (zeros, zeros), wx)
         return jnp.sum(h)
 
     return loss
@@ -122,18 +123,20 @@ def main() -> None:
     jax.config.update("jax_default_matmul_precision", "highest")
     if jax.devices()[0].platform != "gpu":
         common.fail(f"lstm_jax: no GPU (JAX runs on {jax.devices()[0].platform})")
-    loss = make_loss()
-    check_gradient(loss)
+    check_gradient(make_loss())
+    check_gradient(make_loss(remat=True))
 
-    primal = jax.jit(loss)
-    grad = jax.jit(jax.grad(loss))
     rows = []
-    for shape in QUICK_SIZES if args.quick else SIZES:
-        params, x = make_problem(shape, jnp.float32, seed=20261124)
-        primal_ms = common.median_ms_jax(lambda: primal(params, x), args.warmup, args.repeats)
-        grad_ms = common.median_ms_jax(lambda: grad(params, x), args.warmup, args.repeats)
-        rows.append(common.row(WORKLOAD, "jax-jit", size_string(*shape), primal_ms, grad_ms, "jax",
-                               peak_device_bytes=peak_bytes(), math="fp32, precision HIGHEST"))
+    for variant, remat in (("jax-jit", False), ("jax-checkpoint", True)):
+        loss = make_loss(remat)
+        primal = jax.jit(loss)
+        grad = jax.jit(jax.grad(loss))
+        for shape in QUICK_SIZES if args.quick else SIZES:
+            params, x = make_problem(shape, jnp.float32, seed=20261124)
+            primal_ms = common.median_ms_jax(lambda: primal(params, x), args.warmup, args.repeats)
+            grad_ms = common.median_ms_jax(lambda: grad(params, x), args.warmup, args.repeats)
+            rows.append(common.row(WORKLOAD, variant, size_string(*shape), primal_ms, grad_ms, "jax",
+                                   peak_device_bytes=peak_bytes(), math="fp32, precision HIGHEST"))
     common.write_rows(args.out, rows)
 
 

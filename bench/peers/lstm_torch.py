@@ -73,7 +73,7 @@ def make_cell(torch):
 
 
 def handwritten_loss(step, w, u, b, x):
-    """sum(h_T) of the hand-written LSTM, `step` the (possibly compiled) cell."""
+    """sum(h_T) of the hand-written LSTM, `step` the (possibly compiled or checkpointed) cell."""
     t_, b_, i_ = x.shape
     h_ = u.shape[1]
     wx = (x.reshape(t_ * b_, i_) @ w.t()).reshape(t_, b_, 4 * h_)  # W x_t of every step in one matmul
@@ -144,7 +144,7 @@ def check_gradients(torch, device) -> None:
 
 
 def main() -> None:
-    args = common.parse_args("LSTM peers in PyTorch: cuDNN, eager, torch.compile")
+    args = common.parse_args("LSTM peers in PyTorch: cuDNN, eager, torch.compile, checkpoint, save_on_cpu")
     import torch
 
     if not torch.cuda.is_available():
@@ -157,26 +157,42 @@ def main() -> None:
     device = torch.device("cuda")
     check_gradients(torch, device)
 
+    import contextlib
+
+    import torch.utils.checkpoint as checkpoint
+
     cell = make_cell(torch)
     compiled_cell = torch.compile(cell)
+
+    def recomputed_cell(*a):  # every step's residuals recomputed in the backward pass
+        return checkpoint.checkpoint(cell, *a, use_reentrant=False)
+
     rows = []
     for shape in QUICK_SIZES if args.quick else SIZES:
         size = size_string(*shape)
         w, u, b, x = make_problem(torch, shape, torch.float32, device, seed=20261124)
         params = [w, u, b]
         cudnn = CudnnLstm(torch, w.detach(), u.detach(), b.detach())
+        def on_cpu():
+            return torch.autograd.graph.save_on_cpu(pin_memory=True)
+
+        # variant: (loss, parameters, what the backward's saved tensors go through)
         variants = {
-            "cudnn": (lambda: cudnn.loss(x), cudnn.params),
-            "pytorch-eager": (lambda: handwritten_loss(cell, w, u, b, x), params),
-            "torch.compile": (lambda: handwritten_loss(compiled_cell, w, u, b, x), params),
+            "cudnn": (lambda: cudnn.loss(x), cudnn.params, contextlib.nullcontext),
+            "pytorch-eager": (lambda: handwritten_loss(cell, w, u, b, x), params, contextlib.nullcontext),
+            "torch.compile": (lambda: handwritten_loss(compiled_cell, w, u, b, x), params, contextlib.nullcontext),
+            "torch-checkpoint": (lambda: handwritten_loss(recomputed_cell, w, u, b, x), params,
+                                 contextlib.nullcontext),
+            "torch-save-on-cpu": (lambda: handwritten_loss(cell, w, u, b, x), params, on_cpu),
         }
-        for variant, (loss_fn, wrt) in variants.items():
+        for variant, (loss_fn, wrt, saved) in variants.items():
             def primal(loss_fn=loss_fn):
                 with torch.no_grad():
                     return loss_fn()
 
-            def grad(loss_fn=loss_fn, wrt=wrt):
-                return torch.autograd.grad(loss_fn(), wrt)
+            def grad(loss_fn=loss_fn, wrt=wrt, saved=saved):
+                with saved():
+                    return torch.autograd.grad(loss_fn(), wrt)
 
             primal_ms = common.median_ms_torch(primal, args.warmup, args.repeats)
             common.torch_peak_bytes(reset=True)

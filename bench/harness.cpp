@@ -111,7 +111,12 @@ std::string context::text(std::string const& key, std::string const& fallback) c
 
 timing context::measure(std::function<void(stopwatch&)> const& body)
 {
-  return measure(cfg_.warmup, cfg_.repeats, body);
+  // `--set <suite>.warmup=N` / `--set <suite>.repeats=N` override the run's counts for one suite.
+  auto const count = [&](char const* what, int fallback) {
+    std::size_t const v = size(suite_ + "." + what, static_cast<std::size_t>(fallback), static_cast<std::size_t>(fallback));
+    return static_cast<int>(v);
+  };
+  return measure(count("warmup", cfg_.warmup), count("repeats", cfg_.repeats), body);
 }
 
 timing context::measure(int warmup, int repeats, std::function<void(stopwatch&)> const& body)

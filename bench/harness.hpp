@@ -103,9 +103,13 @@ class context {
   [[nodiscard]] std::string text(std::string const& key, std::string const& fallback) const;
 
   /// Runs `body` warmup + repeats times on the default stream; `body` does its untimed set-up,
-  /// then start(), the timed work with a lap() after each phase. Medians of the repeats.
+  /// then start(), the timed work with a lap() after each phase. Medians of the repeats. The
+  /// counts are the run's, or the suite's own (`--set tiers.repeats=5`).
   timing measure(std::function<void(stopwatch&)> const& body);
   timing measure(int warmup, int repeats, std::function<void(stopwatch&)> const& body);
+
+  /// The suite now running (its name prefixes the per-suite `--set` keys).
+  void begin_suite(std::string name) { suite_ = std::move(name); }
 
   /// Prints the row and keeps it for the results file.
   void add(row r);
@@ -116,6 +120,7 @@ class context {
   device_limits device_;
   settings cfg_;
   double d2d_GBps_{0};
+  std::string suite_;
   std::vector<row> rows_;
 };
 

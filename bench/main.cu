@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -106,6 +107,50 @@ command_line parse(int argc, char** argv)
   return c;
 }
 
+/// The results file as it stands: the head and every row so far.
+std::string results_text(bench::context const& ctx, command_line const& c, int driver, double d2d, std::string const& date,
+                         std::vector<std::string> const& completed)
+{
+  cli::json_object head;
+  head.add("device", ctx.device().name)
+    .add("driver", "tapeflow_bench")
+    .add("cuda_driver", driver)
+    .add("commit", c.commit)
+    .add("date", date)
+    .add("d2d_copy_GBps", d2d)
+    .add("warmup", c.cfg.warmup)
+    .add("repeats", c.cfg.repeats)
+    .add("quick", c.cfg.quick);
+  std::string suites;
+  for (std::string const& name : completed) { suites += (suites.empty() ? "" : ",") + name; }
+  head.add("suites_completed", suites);
+  std::string overrides;
+  for (auto const& [key, value] : c.cfg.params) { overrides += (overrides.empty() ? "" : ",") + key + "=" + value; }
+  head.add("settings", overrides);
+  std::string text = head.str();
+  text.pop_back();
+  text += ",\n  \"rows\": [";
+  for (std::size_t i = 0; i < ctx.rows().size(); ++i) {
+    text += (i == 0 ? "\n    " : ",\n    ") + ctx.rows()[i].json();
+  }
+  text += "\n  ]\n}\n";
+  return text;
+}
+
+/// Writes `text` to `path` through a temporary file and a rename, so a run cut off mid-write never
+/// leaves a torn results file.
+bool write_atomically(std::string const& path, std::string const& text)
+{
+  std::string const tmp = path + ".partial";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) { return false; }
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
 int run(command_line const& c)
 {
   backend const kind = gpu_backend;
@@ -117,50 +162,40 @@ int run(command_line const& c)
   double const d2d = ctx.d2d_GBps();
   std::printf("device-to-device copy: %.1f GB/s (bytes read + written)\n", d2d);
 
+  std::time_t const now = std::time(nullptr);
+  char date[16];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  std::string const path =
+    c.out.empty() ? "bench/results/" + std::string{date} + "-" + slug(ctx.device().name) + ".json" : c.out;
+
   auto suites = bench::registry();
   std::stable_sort(suites.begin(), suites.end(), [](auto const& a, auto const& b) { return a.order < b.order; });
   std::vector<std::string> failed;
+  std::vector<std::string> completed;
   for (bench::suite const& s : suites) {
     if (!c.suites.empty() && std::find(c.suites.begin(), c.suites.end(), s.name) == c.suites.end()) { continue; }
     std::printf("\n== %s: %s\n", s.name.c_str(), s.help.c_str());
+    std::fflush(stdout);
+    auto const began = std::chrono::steady_clock::now();
+    ctx.begin_suite(s.name);
     try {
       s.run(ctx);
+      completed.push_back(s.name);
     } catch (std::exception const& e) {
       // One suite's failure is reported and the run goes on; the exit status says so.
       std::fprintf(stderr, "tapeflow_bench: suite %s failed: %s\n", s.name.c_str(), e.what());
       failed.push_back(s.name);
     }
+    double const seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    std::printf("== %s: %.1f s\n", s.name.c_str(), seconds);
+    // The file is rewritten after every suite: a run stopped by a time limit keeps what it measured.
+    if (!write_atomically(path, results_text(ctx, c, driver, d2d, date, completed))) {
+      std::fprintf(stderr, "tapeflow_bench: cannot write %s\n", path.c_str());
+      return 1;
+    }
+    std::fflush(stdout);
   }
 
-  std::time_t const now = std::time(nullptr);
-  char date[16];
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  cli::json_object head;
-  head.add("device", ctx.device().name)
-    .add("driver", "tapeflow_bench")
-    .add("cuda_driver", driver)
-    .add("commit", c.commit)
-    .add("date", std::string{date})
-    .add("d2d_copy_GBps", d2d)
-    .add("warmup", c.cfg.warmup)
-    .add("repeats", c.cfg.repeats)
-    .add("quick", c.cfg.quick);
-  std::string text = head.str();
-  text.pop_back();
-  text += ",\n  \"rows\": [";
-  for (std::size_t i = 0; i < ctx.rows().size(); ++i) {
-    text += (i == 0 ? "\n    " : ",\n    ") + ctx.rows()[i].json();
-  }
-  text += "\n  ]\n}\n";
-  std::string const path =
-    c.out.empty() ? "bench/results/" + std::string{date} + "-" + slug(ctx.device().name) + ".json" : c.out;
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "tapeflow_bench: cannot write %s\n", path.c_str());
-    return 1;
-  }
   std::printf("\nwrote %s (%zu rows)\n", path.c_str(), ctx.rows().size());
   if (!failed.empty()) {
     std::fprintf(stderr, "tapeflow_bench: %zu suite(s) failed\n", failed.size());

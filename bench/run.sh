@@ -10,6 +10,8 @@
 #
 #   bench/run.sh [--quick] [extra tapeflow_bench options, e.g. --suite tape_bound,allen_cahn]
 #   BUILD_DIR=build/gpu-sm90 PYTHON=python3 bench/run.sh
+#   COMMIT=<sha> names the commit where the tree has no .git (a copy carried to a GPU machine);
+#   PEER_TIMEOUT=<seconds> stops a peer script that runs longer (counted as failed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +33,8 @@ mkdir -p bench/results
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 bench_rc=0
-"$build/tapeflow_bench" "${quick[@]}" --commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+commit=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+"$build/tapeflow_bench" "${quick[@]}" --commit "$commit" \
   --out "$raw" "$@" || bench_rc=$?
 [ -s "$raw" ] || { echo "run.sh: tapeflow_bench wrote no results (exit $bench_rc)" >&2; exit 1; }
 
@@ -46,7 +49,7 @@ PY
 cp "$raw" "$results"
 
 peer_rc=0
-"$python" bench/peers/run.py --results "$results" "${quick[@]}" || peer_rc=$?
+"$python" bench/peers/run.py --results "$results" "${quick[@]}" ${PEER_TIMEOUT:+--timeout "$PEER_TIMEOUT"} || peer_rc=$?
 "$python" bench/render.py "$results" --require-png
 echo "results: $results (tapeflow_bench exit $bench_rc, peers exit $peer_rc)"
 [ "$bench_rc" -eq 0 ] && [ "$peer_rc" -eq 0 ]

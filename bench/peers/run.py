@@ -19,6 +19,14 @@ import sys
 import tempfile
 
 
+def write(path: str, results: dict) -> None:
+    tmp = path + ".partial"
+    with open(tmp, "w") as f:
+        json.dump(results, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--results", required=True, help="results file to extend (tapeflow_bench's output)")
@@ -26,6 +34,8 @@ def main() -> int:
     p.add_argument("--only", default="", help="comma-separated workloads (allen_cahn, lbm, gmm, lstm)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--repeats", type=int, default=10)
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds one peer script may run before it is stopped and counted as failed")
     a = p.parse_args()
     with open(a.results) as f:
         results = json.load(f)
@@ -48,7 +58,11 @@ def main() -> int:
             if a.quick:
                 cmd.append("--quick")
             print(f"== {name}", flush=True)
-            rc = subprocess.call(cmd)
+            try:
+                rc = subprocess.call(cmd, timeout=a.timeout)
+            except subprocess.TimeoutExpired:
+                print(f"peer {name} stopped after {a.timeout:.0f} s", file=sys.stderr)
+                rc = "timeout"
             if rc != 0 or not os.path.exists(out):
                 print(f"peer {name} failed (exit {rc})", file=sys.stderr)
                 failed.append(name)
@@ -56,9 +70,8 @@ def main() -> int:
             with open(out) as f:
                 rows = json.load(f)["rows"]
         results["rows"].extend(rows)
-    with open(a.results, "w") as f:
-        json.dump(results, f, indent=1)
-        f.write("\n")
+        write(a.results, results)  # after every peer: a run stopped by a time limit keeps its rows
+    write(a.results, results)
     print(f"appended peer rows to {a.results}; failed: {', '.join(failed) or 'none'}")
     return 1 if failed else 0
 

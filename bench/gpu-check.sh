@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The GPU validation in one command, on a machine with an NVIDIA GPU (docs/gpu-validation.md).
+# The build is made elsewhere, where GoogleTest is (preset gpu-sm90: gtest and cudart static,
+# cuBLAS the toolkit's shared library), and carried here; nothing is compiled on the GPU machine.
+#
+#   bench/gpu-check.sh [STAGE ...]        default: env tests sanitize cli quick bench peers
+#   bench/gpu-check.sh env tests+sanitize+cli quick     `a+b` runs correctness stages at once
+#
+#   env       the device, driver, toolkit and tools
+#   tests     every CTest test of the carried build: the GPU tests run for real, the host and CLI
+#             tests with a GPU present (the CLI's `auto` backend picks it)
+#   sanitize  compute-sanitizer memcheck (with leak check) and initcheck over every GPU test;
+#             racecheck and synccheck over the tile pipelines, the tiers, the thread tape and
+#             every workload's kernels (RACE_FILTER); the four run at once, as separate processes
+#   cli       the README's main job on the GPU, its gradient compared with the CPU backend's
+#   quick     bench/run.sh --quick: the whole benchmark pipeline (driver, peers, render) at tiny sizes
+#   bench     tapeflow_bench at the brief's sizes into bench/results/<date>-<device>.json
+#   peers     the PyTorch / JAX peers at full size, appended to that file; renders docs/results.*
+#
+# Environment: BUILD_DIR (build/gpu-sm90), LOG_DIR (gpu-check), COMMIT (the tree's commit where it
+# has no .git), SANITIZE_TIMEOUT (s per tool, 420), BENCH_TIMEOUT (s, 330), PEER_TIMEOUT (s per
+# peer script, 150), BENCH_ARGS (extra tapeflow_bench options), RACE_FILTER (gtest filter).
+# Each stage's log is LOG_DIR/<stage>*.log; LOG_DIR/summary.txt has one line per stage. The exit
+# status is 0 only when every stage that ran passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+build=${BUILD_DIR:-build/gpu-sm90}
+logs=${LOG_DIR:-gpu-check}
+commit=${COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+export PATH="$PATH:/usr/local/cuda/bin"
+mkdir -p "$logs"
+summary="$logs/summary.txt"
+stages=("$@")
+[ ${#stages[@]} -gt 0 ] || stages=(env tests sanitize cli quick bench peers)
+failed=0
+
+note() { printf '%s\n' "$*" | tee -a "$summary"; }
+elapsed() { printf '%ds' $((SECONDS - $1)); }
+
+# cuBLAS is linked as the toolkit's shared library: find it on this machine (the toolkit, or the
+# nvidia-cublas wheel beside PyTorch) when the loader does not.
+if ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.'; then
+  for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
+             $(python3 -c 'import nvidia.cublas, os; print(os.path.join(nvidia.cublas.__path__[0], "lib"))' 2>/dev/null); do
+    if compgen -G "$dir/libcublas.so.*" >/dev/null; then
+      export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      break
+    fi
+  done
+fi
+
+# CTest files hold the absolute paths of the machine that configured the build: make that source
+# path lead here when it does not exist on this machine.
+source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
+if [ -n "$source_dir" ] && [ ! -e "$source_dir" ]; then
+  mkdir -p "$(dirname "$source_dir")" && ln -s "$PWD" "$source_dir"
+fi
+
+gpu_tests="$build/tests/tapeflow_gpu_tests"
+race_filter=${RACE_FILTER:-'*TilePipeline*:*TapeBound*:GpuAllenCahn.*:*Lbm*:*Rk4*:*ThreadTape*'}
+
+stage_env() {
+  {
+    date -u
+    nvidia-smi
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.limit \
+      --format=csv
+    nvcc --version | tail -2
+    compute-sanitizer --version | head -2
+    python3 -c 'import torch, jax; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version()); print("jax", jax.__version__, jax.devices())'
+    echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+    ldd "$gpu_tests" | grep -E 'cublas|cudart|gtest|stdc'
+    "$build/tapeflow" info
+  } >"$logs/env.log" 2>&1
+}
+
+stage_tests() {
+  # Host tests and GPU tests, with the GPU present. Six at a time: this machine has cores to spare.
+  ctest --test-dir "$build" --output-on-failure -j6 --timeout 600 \
+    --output-junit "$PWD/$logs/tests.xml" >"$logs/tests.log" 2>&1
+  local rc=$?
+  grep -E 'tests passed|tests failed|Total Test time' "$logs/tests.log" | tee -a "$summary"
+  # GoogleTest marks a skipped GPU test as passed in CTest's count: none may be skipped here,
+  # except the cases the tests themselves say need another device.
+  "$gpu_tests" --gtest_brief=1 >"$logs/tests-gpu-direct.log" 2>&1 || rc=1
+  grep -E '^\[  (PASSED|SKIPPED|FAILED)' "$logs/tests-gpu-direct.log" | tee -a "$summary"
+  return $rc
+}
+
+sanitize_one() {  # tool, log name, gtest filter, extra options...
+  local tool=$1 name=$2 filter=$3
+  shift 3
+  timeout --signal=INT --kill-after=20 "${SANITIZE_TIMEOUT:-420}" \
+    compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 100 "$@" \
+    "$gpu_tests" --gtest_filter="$filter" --gtest_brief=0 >"$logs/sanitize-$name.log" 2>&1
+  local rc=$?
+  local errors
+  errors=$(grep -E '^========= ERROR SUMMARY' "$logs/sanitize-$name.log" | tail -1)
+  local tests
+  tests=$(grep -cE '^\[       OK \]' "$logs/sanitize-$name.log")
+  local skipped
+  skipped=$(grep -cE '^\[  SKIPPED \]' "$logs/sanitize-$name.log")
+  note "  $tool: exit $rc, ${errors:-no summary (stopped?)}, $tests tests passed under it, $skipped skipped"
+  return $rc
+}
+
+stage_sanitize() {
+  local pids=() rc=0
+  sanitize_one memcheck memcheck '*' --leak-check full & pids+=($!)
+  sanitize_one initcheck initcheck '*' & pids+=($!)
+  sanitize_one racecheck racecheck "$race_filter" --racecheck-report hazard & pids+=($!)
+  sanitize_one synccheck synccheck "$race_filter" & pids+=($!)
+  for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+  return $rc
+}
+
+stage_cli() {
+  local work
+  work=$(mktemp -d)
+  {
+    set -e
+    "$build/tapeflow" init allen-cahn --n 512 --out "$work/u0.bin"
+    "$build/tapeflow" run allen-cahn --n 512 --steps 100 --input "$work/u0.bin" --grad-out "$work/gpu.bin" \
+      --json "$logs/cli-gpu.json"
+    "$build/tapeflow" run allen-cahn --n 512 --steps 100 --input "$work/u0.bin" --grad-out "$work/cpu.bin" \
+      --backend cpu
+    for policy in offload recompute auto; do
+      "$build/tapeflow" run allen-cahn --n 512 --steps 100 --input "$work/u0.bin" --grad-out "$work/$policy.bin" \
+        --policy "$policy" --budget 25M
+    done
+    python3 - "$work" <<'PY'
+import array, math, sys
+w = sys.argv[1]
+def load(name):
+    a = array.array("f")
+    with open(f"{w}/{name}.bin", "rb") as f:
+        a.frombytes(f.read())
+    return a
+gpu, cpu = load("gpu"), load("cpu")
+assert len(gpu) == len(cpu) == 512 * 512 and all(math.isfinite(x) for x in gpu)
+err = math.sqrt(sum((float(x) - float(y)) ** 2 for x, y in zip(gpu, cpu)) / sum(float(y) ** 2 for y in cpu))
+print(f"GPU vs CPU backend gradient: relative error {err:.3e}")
+assert err < 1e-4, err
+for policy in ("offload", "recompute", "auto"):
+    same = load(policy) == gpu
+    print(f"{policy} --budget 25M: {'same bits as store' if same else 'DIFFERENT bits from store'}")
+    assert same
+PY
+  } >"$logs/cli.log" 2>&1
+  local rc=$?
+  rm -rf "$work"
+  grep -E '^tapeflow run|relative error|bits' "$logs/cli.log" | sed -n '1p;/error/p;/bits/p' | tee -a "$summary"
+  return $rc
+}
+
+stage_quick() {
+  BUILD_DIR="$build" COMMIT="$commit" PEER_TIMEOUT=120 timeout 300 bench/run.sh --quick >"$logs/quick.log" 2>&1
+}
+
+stage_bench() {
+  local date slug
+  timeout --signal=INT --kill-after=20 "${BENCH_TIMEOUT:-330}" \
+    "$build/tapeflow_bench" --commit "$commit" --out "$logs/bench-raw.json" ${BENCH_ARGS:-} >"$logs/bench.log" 2>&1
+  local rc=$?
+  grep -E '^== .*: [0-9.]+ s$|failed' "$logs/bench.log" | tee -a "$summary"
+  [ -s "$logs/bench-raw.json" ] || return 1
+  mkdir -p bench/results
+  results=$(python3 - "$logs/bench-raw.json" <<'PY'
+import json, re, sys
+r = json.load(open(sys.argv[1]))
+slug = re.sub(r"[^a-z0-9]+", "-", r["device"].lower()).strip("-")
+print(f"bench/results/{r['date']}-{slug}.json")
+PY
+)
+  cp "$logs/bench-raw.json" "$results"
+  echo "$results" >"$logs/results-path"
+  note "  results: $results"
+  return $rc
+}
+
+stage_peers() {
+  local results
+  results=$(cat "$logs/results-path" 2>/dev/null) || { note "  peers: no results file from the bench stage"; return 1; }
+  python3 bench/peers/run.py --results "$results" --timeout "${PEER_TIMEOUT:-150}" >"$logs/peers.log" 2>&1
+  local rc=$?
+  grep -E '^peer .*(failed|stopped)|appended' "$logs/peers.log" | tee -a "$summary"
+  python3 bench/render.py "$results" --require-png >>"$logs/peers.log" 2>&1 || rc=1
+  return $rc
+}
+
+run_stage() {  # name: runs stage_<name>, notes PASS/FAIL and its time
+  local start=$SECONDS
+  if "stage_$1"; then
+    note "PASS $1 ($(elapsed "$start"))"
+  else
+    note "FAIL $1 ($(elapsed "$start")): see $logs/$1*.log"
+    return 1
+  fi
+}
+
+note "gpu-check at commit $commit, $(date -u +%FT%TZ), stages: ${stages[*]}"
+for group in "${stages[@]}"; do
+  # `a+b` runs stages a and b at the same time (correctness stages only: never a timed one).
+  IFS=+ read -r -a parts <<<"$group"
+  for stage in "${parts[@]}"; do
+    declare -F "stage_$stage" >/dev/null || { note "unknown stage '$stage'"; exit 2; }
+  done
+  if [ ${#parts[@]} -eq 1 ]; then
+    run_stage "${parts[0]}" || failed=1
+  else
+    pids=()
+    for stage in "${parts[@]}"; do run_stage "$stage" & pids+=($!); done
+    for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  fi
+done
+exit $failed

@@ -2,9 +2,9 @@
 // The staged reverse: a persistent grid walks a layer's tiles last-first, each block staging its
 // next tiles into shared memory while it consumes the current one.
 //
-//   tile_pipeline<R, S>  (S >= 2)  cuda::pipeline + cuda::memcpy_async: S tiles in flight per
-//                                  block (cp.async on sm_80+), producer acquire/commit, consumer
-//                                  wait/release per stage.
+//   tile_pipeline<R, S>  (S >= 2)  cp.async on sm_80+ through per-thread cuda::pipeline groups:
+//                                  S tiles in flight per block, each thread copying its 16-byte
+//                                  chunks; block barriers publish a landed tile and free its slot.
 //   tile_pipeline<R, 0>            register double-buffering for targets without async copy: the
 //                                  next tile is loaded into registers while the current one is
 //                                  consumed from shared memory.
@@ -23,7 +23,6 @@
 #include <tapeflow/plan.hpp>
 
 #if !defined(TAPEFLOW_PLATFORM_HIP)
-#include <cooperative_groups.h>
 #include <cuda/barrier>
 #include <cuda/pipeline>
 #define TAPEFLOW_HAS_ASYNC_PIPELINE 1
@@ -75,6 +74,7 @@ struct tile_pipeline;
 template <class R, int Stages>
 struct tile_pipeline<R, Stages, std::enable_if_t<(Stages > 0)>> {
   static_assert(Stages >= 2 && Stages <= max_pipeline_stages, "a tile pipeline needs 2..8 stages");
+  static_assert(sizeof(R) % 16 == 0, "records are whole 16-byte chunks");
   static constexpr bool async = true;
 
   /// Dynamic shared memory a launch needs for tiles of `tile_records`.
@@ -83,18 +83,18 @@ struct tile_pipeline<R, Stages, std::enable_if_t<(Stages > 0)>> {
     return Stages * tile_records * sizeof(R);
   }
 
+  /// Each thread copies its 16-byte chunks of a tile (coalesced across the block) as one
+  /// cp.async group of its own per-thread pipeline; a block barrier then makes every thread's
+  /// chunks of the oldest tile visible to all, and a second one frees its slot for the refill.
+  /// (A block-scoped cuda::pipeline, whose stages complete on mbarriers, computed the same
+  /// values but compute-sanitizer's synccheck rejected its barrier use on sm_90 and it moved
+  /// 16 % fewer bytes per second on an H100: docs/gpu-validation.md.)
   template <class Consume>
   __device__ static void reverse(tape_reader<R> tape, Consume&& consume)
   {
-    namespace cg = cooperative_groups;
-    auto block = cg::this_thread_block();
-    // make_pipeline initialises the shared state collectively; __shared__ variables are never
-    // dynamically initialised, which nvcc warns about for this type (as CCCL's own tests note).
-#pragma nv_diagnostic push
-#pragma nv_diag_suppress static_var_with_dynamic_init
-    __shared__ cuda::pipeline_shared_state<cuda::thread_scope_block, Stages> state;
-#pragma nv_diagnostic pop
-    auto pipe = cuda::make_pipeline(block, &state);
+    using chunk = uint4;
+    constexpr std::size_t chunks_per_record = sizeof(R) / sizeof(chunk);
+    cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
 
     R* const slots = staging_slots<R>();
     std::size_t const tile_records = tape.layout().tile_records;
@@ -103,18 +103,28 @@ struct tile_pipeline<R, Stages, std::enable_if_t<(Stages > 0)>> {
 
     std::size_t fetched = 0;
     for (std::size_t k = 0; k < mine; ++k) {
-      // Keep Stages tiles in flight: issue every fetch up to k + Stages - 1.
-      for (; fetched < mine && fetched < k + Stages; ++fetched) {
-        std::size_t const tile = order.tile(fetched);
+      // Keep Stages tiles in flight: one group per fetch up to k + Stages - 1. Past the block's
+      // last tile the groups are empty, so "all but the newest Stages - 1 groups have landed"
+      // always means "tile k has landed".
+      for (; fetched < k + Stages; ++fetched) {
         pipe.producer_acquire();
-        cuda::memcpy_async(block, slots + (fetched % Stages) * tile_records, tape.tile(tile),
-                           cuda::aligned_size_t<16>(tape.tile_size(tile) * sizeof(R)), pipe);
+        if (fetched < mine) {
+          std::size_t const tile = order.tile(fetched);
+          auto* const dst = reinterpret_cast<chunk*>(slots + (fetched % Stages) * tile_records);
+          auto const* const src = reinterpret_cast<chunk const*>(tape.tile(tile));
+          std::size_t const chunks = tape.tile_size(tile) * chunks_per_record;
+          for (std::size_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+            cuda::memcpy_async(dst + c, src + c, cuda::aligned_size_t<sizeof(chunk)>(sizeof(chunk)), pipe);
+          }
+        }
         pipe.producer_commit();
       }
-      pipe.consumer_wait();
+      cuda::pipeline_consumer_wait_prior<Stages - 1>(pipe);  // this thread's chunks of tile k
+      __syncthreads();                                         // everyone's chunks of tile k
       std::size_t const tile = order.tile(k);
       consume(tile, static_cast<R const*>(slots + (k % Stages) * tile_records), tape.layout().first(tile),
               tape.tile_size(tile));
+      __syncthreads();  // every thread is done with the slot before tile k + Stages refills it
       pipe.consumer_release();
     }
   }

@@ -97,7 +97,7 @@ sanitize_one() {  # tool, log name, gtest filter, extra options...
     "$gpu_tests" --gtest_filter="$filter" --gtest_brief=0 >"$logs/sanitize-$name.log" 2>&1
   local rc=$?
   local errors
-  errors=$(grep -E '^========= ERROR SUMMARY' "$logs/sanitize-$name.log" | tail -1)
+  errors=$(grep -E '^========= (ERROR|RACECHECK) SUMMARY' "$logs/sanitize-$name.log" | tail -1)
   local tests
   tests=$(grep -cE '^\[       OK \]' "$logs/sanitize-$name.log")
   local skipped

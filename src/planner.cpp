@@ -93,8 +93,10 @@ pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const&
   // Register double-buffering holds one tile in registers and one in shared memory: two stages.
   bool const plain = gpu && !plan.async_copy;
   TAPEFLOW_EXPECTS(!plain || request.stages == 0 || request.stages == 2,
-                   "register double-buffering (no async copy on " + limits.name + ") has exactly 2 stages, not " +
-                     std::to_string(request.stages));
+                   "register double-buffering (" +
+                     (limits.async_copy ? std::string{"asked for with force_plain"}
+                                        : "no async copy on " + limits.name) +
+                     ") has exactly 2 stages, not " + std::to_string(request.stages));
   plan.stages = plain ? 2 : request.stages != 0 ? request.stages : default_stages;
   if (request.tile_records != 0) {
     plan.tile_records = request.tile_records;

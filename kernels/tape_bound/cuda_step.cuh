@@ -100,6 +100,9 @@ inline pipeline_plan plan_for(variant v, std::size_t n, device_limits const& lim
   pipeline.record_bytes = sizeof(record);
   pipeline.records = n;
   pipeline.force_plain = pipeline.force_plain || v == variant::register_db;
+  // Register double-buffering has exactly two stages (one tile in registers, one in shared
+  // memory): a stage count asked of the run applies to the asynchronous variants only.
+  if (pipeline.force_plain) { pipeline.stages = 0; }
   pipeline.bulk_copy = v == variant::bulk;
   return plan_pipeline(limits, pipeline);
 }

@@ -28,14 +28,32 @@ __global__ void primal_kernel(T const* __restrict__ in, T* __restrict__ out, std
   }
 }
 
+// The augmented forward and the reverse map one thread to one cell, not to one record: a record
+// holds values_per_chunk<T> consecutive cells, so the tape, seen as an array of T, is indexed by
+// cell like the state, and every global and shared access of a warp is one contiguous run. (One
+// thread per 16-byte record made 72 % of the reverse's global sectors excess and left it at 41 %
+// of DRAM bandwidth on an H100: docs/gpu-validation.md.) The per-cell math is math.hpp's, the
+// same the CPU backend runs record by record.
+static_assert(sizeof(record<float>) == cells_per_record<float> * sizeof(float) &&
+                sizeof(record<double>) == cells_per_record<double> * sizeof(double),
+              "a record is its cells' values and nothing else: the tape is indexed by cell");
+
 template <class T>
 __global__ void augmented_forward_kernel(T const* __restrict__ in, T* __restrict__ out,
                                          tape_writer<record<T>> tape, std::size_t n, coefficients<T> k,
                                          tape_content content)
 {
-  for (std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; r < tape.size();
-       r += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    tape.write(r, forward_region(in, out, n, r, k, content));
+  T* const taped = reinterpret_cast<T*>(tape.data());  // value_record<T, N>: N values, no padding
+  std::size_t const cells = n * n;
+  std::size_t const slots = tape.size() * cells_per_record<T>;  // the last record's padding too
+  for (std::size_t cell = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; cell < slots;
+       cell += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    if (cell < cells) {
+      taped[cell] = taped_value(in[cell], k, content);
+      out[cell] = step_at(in, n, cell, k);
+    } else {
+      taped[cell] = T(0);
+    }
   }
 }
 
@@ -43,10 +61,15 @@ template <class T, int Stages>
 __global__ void reverse_kernel(tape_reader<record<T>> tape, T const* __restrict__ g_out, T* __restrict__ g_in,
                                std::size_t n, coefficients<T> k, tape_content content)
 {
+  std::size_t const cells = n * n;
   device::tile_pipeline<record<T>, Stages>::reverse(
     tape, [&](std::size_t, record<T> const* staged, std::size_t first, std::size_t count) {
-      for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
-        reverse_region(staged[i], g_out, g_in, n, first + i, k, content);
+      T const* const taped = reinterpret_cast<T const*>(staged);
+      std::size_t const base = first * cells_per_record<T>;
+      std::size_t const staged_cells = count * cells_per_record<T>;
+      for (std::size_t c = threadIdx.x; c < staged_cells; c += blockDim.x) {
+        std::size_t const cell = base + c;
+        if (cell < cells) { g_in[cell] = adjoint_at(taped[c], g_out, n, cell, k, content); }
       }
     });
 }
@@ -80,7 +103,7 @@ struct cuda_step {
 
   void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view s) const
   {
-    int const grid = device::grid_for(tape.size(), forward_threads, multiprocessors);
+    int const grid = device::grid_for(tape.size() * cells_per_record<T>, forward_threads, multiprocessors);
     augmented_forward_kernel<T><<<grid, forward_threads, 0, to_native(s)>>>(in, out, tape, n, k, content);
     TAPEFLOW_CHECK_LAUNCH();
   }

@@ -21,6 +21,7 @@
 #include <tapeflow/record.hpp>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace tapeflow::workloads::allen_cahn {
 
@@ -62,6 +63,24 @@ TAPEFLOW_HOST_DEVICE constexpr std::size_t wrap_next(std::size_t i, std::size_t 
   return i + 1 == n ? 0 : i + 1;
 }
 
+/// Row i and column j of flat index `cell` in an n x n grid. In 32 bits wherever the grid allows:
+/// a GPU divides by a run-time n several times faster in 32 bits than in 64.
+struct grid_index {
+  std::size_t i;
+  std::size_t j;
+};
+TAPEFLOW_HOST_DEVICE constexpr grid_index locate(std::size_t cell, std::size_t n) noexcept
+{
+  if (n * n <= UINT32_MAX) {
+    auto const c = static_cast<std::uint32_t>(cell);
+    auto const m = static_cast<std::uint32_t>(n);
+    std::uint32_t const i = c / m;
+    return {i, c - i * m};
+  }
+  std::size_t const i = cell / n;
+  return {i, cell - i * n};
+}
+
 /// The pointwise part of a step, u + dt (u - u^3); generic so that dual numbers differentiate it.
 template <class T, class U>
 TAPEFLOW_HOST_DEVICE U reaction(U u, coefficients<T> k) noexcept
@@ -97,8 +116,7 @@ TAPEFLOW_HOST_DEVICE T adjoint_cell(T u, T g, T g_up, T g_down, T g_left, T g_ri
 template <class T>
 TAPEFLOW_HOST_DEVICE T step_at(T const* u, std::size_t n, std::size_t cell, coefficients<T> k) noexcept
 {
-  std::size_t const i = cell / n;
-  std::size_t const j = cell - i * n;
+  auto const [i, j] = locate(cell, n);
   return step_cell(u[cell], u[wrap_prev(i, n) * n + j], u[wrap_next(i, n) * n + j], u[i * n + wrap_prev(j, n)],
                    u[i * n + wrap_next(j, n)], k);
 }
@@ -116,8 +134,7 @@ template <class T>
 TAPEFLOW_HOST_DEVICE T adjoint_at(T taped, T const* g, std::size_t n, std::size_t cell, coefficients<T> k,
                                   tape_content content = tape_content::values) noexcept
 {
-  std::size_t const i = cell / n;
-  std::size_t const j = cell - i * n;
+  auto const [i, j] = locate(cell, n);
   T const up = g[wrap_prev(i, n) * n + j];
   T const down = g[wrap_next(i, n) * n + j];
   T const left = g[i * n + wrap_prev(j, n)];

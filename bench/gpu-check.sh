@@ -14,13 +14,15 @@
 #             racecheck and synccheck over the tile pipelines, the tiers, the thread tape and
 #             every workload's kernels (RACE_FILTER); the four run at once, as separate processes
 #   cli       the README's main job on the GPU, its gradient compared with the CPU backend's
+#   profile   Nsight Compute counters and stall reasons of the kernels behind missed targets
 #   quick     bench/run.sh --quick: the whole benchmark pipeline (driver, peers, render) at tiny sizes
 #   bench     tapeflow_bench at the brief's sizes into bench/results/<date>-<device>.json
 #   peers     the PyTorch / JAX peers at full size, appended to that file; renders docs/results.*
 #
 # Environment: BUILD_DIR (build/gpu-sm90), LOG_DIR (gpu-check), COMMIT (the tree's commit where it
 # has no .git), SANITIZE_TIMEOUT (s per tool, 420), BENCH_TIMEOUT (s, 330), PEER_TIMEOUT (s per
-# peer script, 150), BENCH_ARGS (extra tapeflow_bench options), RACE_FILTER (gtest filter).
+# peer script, 150), BENCH_ARGS (extra tapeflow_bench options), PEER_ARGS (extra run.py options),
+# RACE_FILTER (gtest filter).
 # Each stage's log is LOG_DIR/<stage>*.log; LOG_DIR/summary.txt has one line per stage. The exit
 # status is 0 only when every stage that ran passed.
 set -uo pipefail
@@ -68,7 +70,7 @@ stage_env() {
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem,power.limit \
       --format=csv
     nvcc --version | tail -2
-    compute-sanitizer --version | head -2
+    compute-sanitizer --version | tail -1
     python3 -c 'import torch, jax; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version()); print("jax", jax.__version__, jax.devices())'
     echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
     ldd "$gpu_tests" | grep -E 'cublas|cudart|gtest|stdc'
@@ -78,7 +80,9 @@ stage_env() {
 
 stage_tests() {
   # Host tests and GPU tests, with the GPU present. Six at a time: this machine has cores to spare.
-  ctest --test-dir "$build" --output-on-failure -j6 --timeout 600 \
+  # The Python checks of the benchmark pipeline are left out: their interpreter path is the build
+  # machine's (they run in CI; the quick stage runs the pipeline itself here).
+  ctest --test-dir "$build" --output-on-failure -j6 --timeout 600 --label-exclude python \
     --output-junit "$PWD/$logs/tests.xml" >"$logs/tests.log" 2>&1
   local rc=$?
   grep -E 'tests passed|tests failed|Total Test time' "$logs/tests.log" | tee -a "$summary"
@@ -155,6 +159,23 @@ PY
   return $rc
 }
 
+stage_profile() {
+  # Nsight Compute on the kernels whose targets the benchmarks missed: speed of light, memory
+  # workload, warp stall reasons. Allen–Cahn at the brief's grid for two steps (primal, augmented
+  # forward and reverse, cp.async then register double-buffering); RK4's arena and global-stack reverses.
+  local ncu_args=(--clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis
+                  --section WarpStateStats --section Occupancy --section LaunchStats --section SourceCounters)
+  local rc=0
+  timeout 150 ncu "${ncu_args[@]}" --kernel-name regex:'primal_kernel|augmented_forward_kernel|reverse_kernel' \
+    --launch-count 10 "$build/tapeflow_bench" --suite allen_cahn --set allen-cahn.steps=2 --warmup 0 --repeats 1 \
+    --out /tmp/profile-allen-cahn.json >"$logs/profile-allen-cahn.log" 2>&1 || rc=1
+  timeout 100 ncu "${ncu_args[@]}" --kernel-name regex:'chunk_reverse_kernel|stack_reverse_kernel' \
+    --launch-count 3 "$build/tapeflow_bench" --suite rk4 --warmup 0 --repeats 1 \
+    --out /tmp/profile-rk4.json >"$logs/profile-rk4.log" 2>&1 || rc=1
+  grep -E '^  [a-z_:<>]+.*\(|Duration|DRAM Throughput|Memory Throughput' "$logs"/profile-*.log | head -60 >>"$summary"
+  return $rc
+}
+
 stage_quick() {
   BUILD_DIR="$build" COMMIT="$commit" PEER_TIMEOUT=120 timeout 300 bench/run.sh --quick >"$logs/quick.log" 2>&1
 }
@@ -183,7 +204,7 @@ PY
 stage_peers() {
   local results
   results=$(cat "$logs/results-path" 2>/dev/null) || { note "  peers: no results file from the bench stage"; return 1; }
-  python3 bench/peers/run.py --results "$results" --timeout "${PEER_TIMEOUT:-150}" >"$logs/peers.log" 2>&1
+  python3 bench/peers/run.py --results "$results" --timeout "${PEER_TIMEOUT:-150}" ${PEER_ARGS:-} >"$logs/peers.log" 2>&1
   local rc=$?
   grep -E '^peer .*(failed|stopped)|appended' "$logs/peers.log" | tee -a "$summary"
   python3 bench/render.py "$results" --require-png >>"$logs/peers.log" 2>&1 || rc=1

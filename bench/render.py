@@ -131,7 +131,18 @@ def markdown(results: dict, source: str) -> str:
         f"`{results.get('commit', '?')}`, driver {results.get('driver', '?')}"
         + (" — **quick sizes (a smoke run, not the brief's sizes)**" if results.get("quick") else ""),
         f"- same-run device-to-device copy: **{fmt(results.get('d2d_copy_GBps'))} GB/s** (bytes read + written)",
-        f"- medians of {results.get('repeats', '?')} event-timed runs after {results.get('warmup', '?')} warm-up runs",
+        f"- medians of {results.get('repeats', '?')} event-timed runs after {results.get('warmup', '?')} warm-up runs"
+        + (f" (per-suite overrides: {results['settings']})" if results.get("settings") else ""),
+    ]
+    # Peer rows say how they were timed and in which run, where that differs from the head.
+    counts = sorted({(r["warmup"], r["repeats"]) for r in results["rows"] if r.get("peer") and "repeats" in r})
+    for warmup, repeats in counts:
+        lines.append(f"- peer rows marked so: medians of {repeats} runs after {warmup} warm-up runs")
+    runs = sorted({r["run"] for r in results["rows"] if r.get("run")})
+    for run in runs:
+        which = sorted({r["workload"] for r in results["rows"] if r.get("run") == run})
+        lines.append(f"- {', '.join(which)} peer rows: {run}")
+    lines += [
         "",
         "## Targets",
         "",

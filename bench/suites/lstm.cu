@@ -71,7 +71,7 @@ void run_one(bench::context& ctx, ls::problem const& p)
   reset_device_memory_peak(ctx.kind());
   ls::detail::workspace<float> ws(ctx.kind(), p, true, {});
   ws.upload(params, seq, {});
-  ls::detail::cublas_handle const blas;
+  tapeflow::device::blas_handle const blas;
   ls::detail::cuda_step<float> const step{p, ws.buffers(), &blas, sms};
   device_buffer a(ctx.kind(), state_bytes, {});
   device_buffer b(ctx.kind(), state_bytes, {});

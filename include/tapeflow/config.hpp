@@ -14,6 +14,16 @@
 #define TAPEFLOW_DEVICE
 #endif
 
+// Loop unrolling hints for device compilers (nvcc, hipcc); nothing for a host compiler, which
+// would warn about the unknown pragma (the emulated device compiles kernels as plain C++).
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define TAPEFLOW_UNROLL _Pragma("unroll")
+#define TAPEFLOW_UNROLL_BY(n) _Pragma(#n)
+#else
+#define TAPEFLOW_UNROLL
+#define TAPEFLOW_UNROLL_BY(n)
+#endif
+
 #define TAPEFLOW_VERSION_MAJOR 0
 #define TAPEFLOW_VERSION_MINOR 1
 #define TAPEFLOW_VERSION_PATCH 0

@@ -79,8 +79,7 @@ template <class T>
 void cuda_primal_step(T const* in, T* out, std::size_t n, coefficients<T> k, int multiprocessors, stream_view s)
 {
   int const grid = device::grid_for(n * n, forward_threads, multiprocessors);
-  primal_kernel<T><<<grid, forward_threads, 0, to_native(s)>>>(in, out, n, k);
-  TAPEFLOW_CHECK_LAUNCH();
+  device::launch(primal_kernel<T>, grid, forward_threads, 0, s, in, out, n, k);
 }
 
 template <class T>
@@ -104,8 +103,7 @@ struct cuda_step {
   void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view s) const
   {
     int const grid = device::grid_for(tape.size() * cells_per_record<T>, forward_threads, multiprocessors);
-    augmented_forward_kernel<T><<<grid, forward_threads, 0, to_native(s)>>>(in, out, tape, n, k, content);
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(augmented_forward_kernel<T>, grid, forward_threads, 0, s, in, out, tape, n, k, content);
   }
 
   void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
@@ -113,9 +111,8 @@ struct cuda_step {
   {
     device::with_tile_pipeline<record_type>(plan, [&](auto stages) {
       constexpr int S = decltype(stages)::value;
-      reverse_kernel<T, S><<<plan.grid_blocks, plan.block_threads, plan.smem_bytes, to_native(s)>>>(
-        tape, g_out, g_in, n, k, content);
-      TAPEFLOW_CHECK_LAUNCH();
+      device::launch(reverse_kernel<T, S>, plan.grid_blocks, plan.block_threads, plan.smem_bytes, s, tape, g_out, g_in,
+        n, k, content);
     });
   }
 };

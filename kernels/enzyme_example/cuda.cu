@@ -62,15 +62,13 @@ int grid_for(std::size_t n) { return device::grid_for(n, threads, query_device_l
 struct gpu_step : step_shape {
   void forward(std::size_t, double const* in, double* out, stream_view s) const
   {
-    primal_kernel<<<grid_for(n), threads, 0, to_native(s)>>>(in, out, n, p);
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(primal_kernel, grid_for(n), threads, 0, s, in, out, n, p);
   }
 
   void augmented_forward(std::size_t, double const* in, double* out, tape_writer<record_type> tape,
                          stream_view s) const
   {
-    augmented_kernel<<<grid_for(n), threads, 0, to_native(s)>>>(in, out, tape, n, p);
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(augmented_kernel, grid_for(n), threads, 0, s, in, out, tape, n, p);
   }
 
   void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, double const* g_out,
@@ -78,8 +76,7 @@ struct gpu_step : step_shape {
   {
     device::with_tile_pipeline<record_type>(plan, [&](auto stages) {
       constexpr int S = decltype(stages)::value;
-      reverse_kernel<S><<<plan.grid_blocks, plan.block_threads, plan.smem_bytes, to_native(s)>>>(tape, g_out, g_in, p);
-      TAPEFLOW_CHECK_LAUNCH();
+      device::launch(reverse_kernel<S>, plan.grid_blocks, plan.block_threads, plan.smem_bytes, s, tape, g_out, g_in, p);
     });
   }
 };

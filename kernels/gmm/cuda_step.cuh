@@ -2,11 +2,11 @@
 // GMM's CUDA kernels and engine (driver.hpp's Engine), shared by the workload (cuda.cu) and the
 // benchmark suite. CUDA only: the reductions go through CUB.
 //
-//   prep       block per component: dense Q_k, sum_j q_kj and prior_k (cub::BlockReduce)
+//   prep       block per component: dense Q_k, sum_j q_kj and prior_k (device::block_reduce: CUB's)
 //   forward    block per (64 points, component): Q_k (x_i - mu_k) as a tiled triangular product,
 //              main_ik; the augmented forward also writes the tape records
-//   lse_i      cub::DeviceSegmentedReduce with the log-sum-exp monoid over each point's K terms;
-//              the sums over N and K through cub::DeviceReduce
+//   lse_i      a segmented reduction (device/reduce.cuh: CUB's) with the log-sum-exp monoid over each point's K terms;
+//              the sums over N and K through device-wide reductions
 //   reverse    persistent grid (K x splits, lower blocks of S_k) reading the tape only through
 //              device::tile_pipeline: each block accumulates one 64 x 64 block of
 //              S_k = sum_i r_ik xc xc^T (and t_k, R_k) over its tiles, in registers, and writes it
@@ -18,17 +18,14 @@
 #include "gmm.hpp"
 #include "math.hpp"
 
+#include <tapeflow/device/block_reduce.cuh>
 #include <tapeflow/device/launch.cuh>
+#include <tapeflow/device/reduce.cuh>
 #include <tapeflow/device/platform.hpp>
 #include <tapeflow/device/tile_pipeline.cuh>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 
-#include <cub/block/block_reduce.cuh>
-#include <cub/device/device_reduce.cuh>
-#include <cub/device/device_segmented_reduce.cuh>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
 #include <cmath>
@@ -62,7 +59,7 @@ template <int Unused = 0>
 __global__ void prep_kernel(device_problem p, double const* __restrict__ icf, double* __restrict__ qmat,
                             double* __restrict__ sum_q, double* __restrict__ prior)
 {
-  using reduce = cub::BlockReduce<double, gpu_threads>;
+  using reduce = device::block_reduce<double, gpu_threads>;
   __shared__ typename reduce::TempStorage temp;
   std::size_t const d = static_cast<std::size_t>(p.d);
   std::size_t const k = blockIdx.x;
@@ -131,30 +128,30 @@ __global__ void __launch_bounds__(gpu_threads) forward_kernel(device_problem p, 
         qs[l][e / fwd_cols] = (row < d && col < d) ? q[static_cast<std::size_t>(row) * d + col] : 0.0;
       }
       __syncthreads();
-#pragma unroll
+TAPEFLOW_UNROLL
       for (int l = 0; l < fwd_cols; ++l) {
         double a[4];
         double b[4];
-#pragma unroll
+TAPEFLOW_UNROLL
         for (int m = 0; m < 4; ++m) {
           a[m] = qs[l][ty + 16 * m];
           b[m] = xs[l][tx + 16 * m];
         }
-#pragma unroll
+TAPEFLOW_UNROLL
         for (int m = 0; m < 4; ++m) {
-#pragma unroll
+TAPEFLOW_UNROLL
           for (int c = 0; c < 4; ++c) { acc[m][c] = fma(a[m], b[c], acc[m][c]); }
         }
       }
       __syncthreads();
     }
-#pragma unroll
+TAPEFLOW_UNROLL
     for (int c = 0; c < 4; ++c) {
-#pragma unroll
+TAPEFLOW_UNROLL
       for (int m = 0; m < 4; ++m) { norm[c] = fma(acc[m][c], acc[m][c], norm[c]); }
     }
   }
-#pragma unroll
+TAPEFLOW_UNROLL
   for (int c = 0; c < 4; ++c) { red[ty][tx + 16 * c] = norm[c]; }
   __syncthreads();
   __shared__ double mains[fwd_points];
@@ -258,18 +255,18 @@ __global__ void __launch_bounds__(gpu_threads) reverse_kernel(tape_reader<record
           xl[pt][c] = (in && col < d) ? rs[pt] * (x[i * d + col] - mu[col]) : 0.0;
         }
         __syncthreads();
-#pragma unroll 4
+TAPEFLOW_UNROLL_BY(unroll 4)
         for (int pt = 0; pt < rev_points; ++pt) {
           double a[4];
           double b[4];
-#pragma unroll
+TAPEFLOW_UNROLL
           for (int m = 0; m < 4; ++m) {
             a[m] = xj[pt][ty + 16 * m];
             b[m] = xl[pt][tx + 16 * m];
           }
-#pragma unroll
+TAPEFLOW_UNROLL
           for (int m = 0; m < 4; ++m) {
-#pragma unroll
+TAPEFLOW_UNROLL
             for (int c = 0; c < 4; ++c) { acc[m][c] = fma(a[m], b[c], acc[m][c]); }
           }
         }
@@ -287,9 +284,9 @@ __global__ void __launch_bounds__(gpu_threads) reverse_kernel(tape_reader<record
   std::size_t const split = blockIdx.x / components;
   double* const out = partial + ((split * components + k) * gridDim.y + sb) * partial_width;
   auto at = [&](std::size_t w) -> double& { return out[w]; };
-#pragma unroll
+TAPEFLOW_UNROLL
   for (int m = 0; m < 4; ++m) {
-#pragma unroll
+TAPEFLOW_UNROLL
     for (int c = 0; c < 4; ++c) { at((ty + 16 * m) * s_block + tx + 16 * c) = acc[m][c]; }
   }
   if (tid < static_cast<int>(s_block)) { at(s_block * s_block + tid) = t_acc; }
@@ -317,7 +314,7 @@ __global__ void finalize_kernel(device_problem p, double const* __restrict__ alp
                                 double* __restrict__ d_alphas, double* __restrict__ d_means,
                                 double* __restrict__ d_icf, int s_blocks)
 {
-  extern __shared__ double u[];  // d values: Q_k t_k
+  double* const u = device::dynamic_shared<double>();  // d values: Q_k t_k
   std::size_t const d = static_cast<std::size_t>(p.d);
   std::size_t const k = blockIdx.x;
   double const* const red = reduced + k * s_blocks * partial_width;
@@ -390,7 +387,7 @@ class gpu_engine {
                      "the GMM reverse needs " + std::to_string(staged) +
                        " bytes of shared memory per block with this tiling; choose smaller tiles or fewer stages");
     std::size_t need = 0;
-    for (int which = 0; which < 4; ++which) { need = std::max(need, cub_call(which, nullptr, 0, s)); }
+    for (int which = 0; which < 4; ++which) { need = std::max(need, reduction(which, nullptr, 0, s)); }
     temp_ = device_buffer(gpu_backend, std::max<std::size_t>(need, 16), s);
   }
 
@@ -407,24 +404,19 @@ class gpu_engine {
     device::with_tile_pipeline<record>(plan, [&](auto stages) {
       constexpr int S = decltype(stages)::value;
       dim3 const grid(static_cast<unsigned>(plan.grid_blocks), static_cast<unsigned>(l_.s_blocks));
-      reverse_kernel<S><<<grid, plan.block_threads, plan.smem_bytes, to_native(s)>>>(
-        tape, dp_, x_.data_as<double>(), means_.data_as<double>(), lse_.data_as<double>(),
-        partial_.data_as<double>(), l_.points_per_tile);
-      TAPEFLOW_CHECK_LAUNCH();
+      device::launch(reverse_kernel<S>, grid, plan.block_threads, plan.smem_bytes, s, tape, dp_, x_.data_as<double>(),
+        means_.data_as<double>(), lse_.data_as<double>(), partial_.data_as<double>(), l_.points_per_tile);
     });
     std::size_t const values = p_.k * l_.s_blocks * partial_width;
     double const* sums = partial_.data_as<double>();
     if (l_.splits > 1) {
-      fold_kernel<><<<device::grid_for(values, gpu_threads, multiprocessors_), gpu_threads, 0, to_native(s)>>>(
+      device::launch(fold_kernel<>, device::grid_for(values, gpu_threads, multiprocessors_), gpu_threads, 0, s,
         partial_.data_as<double>(), reduced_.data_as<double>(), values, l_.splits);
-      TAPEFLOW_CHECK_LAUNCH();
       sums = reduced_.data_as<double>();
     }
-    finalize_kernel<><<<static_cast<unsigned>(p_.k), gpu_threads, p_.d * sizeof(double), to_native(s)>>>(
-      dp_, alphas_.data_as<double>(), icf_.data_as<double>(), qmat_.data_as<double>(), sums,
-      scalar(lse_alpha_slot), d_alphas_.data_as<double>(), d_means_.data_as<double>(), d_icf_.data_as<double>(),
-      static_cast<int>(l_.s_blocks));
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(finalize_kernel<>, static_cast<unsigned>(p_.k), gpu_threads, p_.d * sizeof(double), s, dp_,
+      alphas_.data_as<double>(), icf_.data_as<double>(), qmat_.data_as<double>(), sums, scalar(lse_alpha_slot),
+      d_alphas_.data_as<double>(), d_means_.data_as<double>(), d_icf_.data_as<double>(), static_cast<int>(l_.s_blocks));
   }
 
   double read_objective(stream_view s) const
@@ -465,59 +457,52 @@ class gpu_engine {
   template <bool Taped>
   void forward(tape_writer<record> tape, stream_view s)
   {
-    prep_kernel<><<<static_cast<unsigned>(p_.k), gpu_threads, 0, to_native(s)>>>(
-      dp_, icf_.data_as<double>(), qmat_.data_as<double>(), sum_q_.data_as<double>(), prior_.data_as<double>());
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(prep_kernel<>, static_cast<unsigned>(p_.k), gpu_threads, 0, s, dp_, icf_.data_as<double>(),
+      qmat_.data_as<double>(), sum_q_.data_as<double>(), prior_.data_as<double>());
     std::size_t const points = Taped ? l_.padded_points() : p_.n;
     dim3 const grid(static_cast<unsigned>((points + fwd_points - 1) / fwd_points), static_cast<unsigned>(p_.k));
-    forward_kernel<Taped><<<grid, gpu_threads, 0, to_native(s)>>>(
-      dp_, x_.data_as<double>(), means_.data_as<double>(), alphas_.data_as<double>(), qmat_.data_as<double>(),
-      sum_q_.data_as<double>(), main_.data_as<double>(), tape, l_.points_per_tile);
-    TAPEFLOW_CHECK_LAUNCH();
-    cub_call(0, temp_.data(), temp_.size(), s);
-    lse_values_kernel<><<<device::grid_for(p_.n, gpu_threads, multiprocessors_), gpu_threads, 0, to_native(s)>>>(
+    device::launch(forward_kernel<Taped>, grid, gpu_threads, 0, s, dp_, x_.data_as<double>(), means_.data_as<double>(),
+      alphas_.data_as<double>(), qmat_.data_as<double>(), sum_q_.data_as<double>(), main_.data_as<double>(), tape,
+      l_.points_per_tile);
+    reduction(0, temp_.data(), temp_.size(), s);
+    device::launch(lse_values_kernel<>, device::grid_for(p_.n, gpu_threads, multiprocessors_), gpu_threads, 0, s,
       lse_pairs_.data_as<lse_pair>(), lse_.data_as<double>(), p_.n);
-    TAPEFLOW_CHECK_LAUNCH();
-    for (int which = 1; which < 4; ++which) { cub_call(which, temp_.data(), temp_.size(), s); }
-    assemble_kernel<><<<1, 1, 0, to_native(s)>>>(constant_, static_cast<double>(p_.n), scalar(sum_lse_slot),
-                                               scalar(prior_sum_slot),
-                                               reinterpret_cast<lse_pair const*>(scalar(lse_alpha_pair_slot)),
-                                               scalar(lse_alpha_slot), scalar(objective_slot));
-    TAPEFLOW_CHECK_LAUNCH();
+    for (int which = 1; which < 4; ++which) { reduction(which, temp_.data(), temp_.size(), s); }
+    device::launch(assemble_kernel<>, 1, 1, 0, s, constant_, static_cast<double>(p_.n), scalar(sum_lse_slot),
+      scalar(prior_sum_slot), reinterpret_cast<lse_pair const*>(scalar(lse_alpha_pair_slot)), scalar(lse_alpha_slot),
+      scalar(objective_slot));
   }
 
-  /// The CUB reductions: 0 lse_i per point (its log-sum-exp pair), 1 sum of lse_i, 2 sum of
+  /// The device-wide reductions: 0 lse_i per point (its log-sum-exp pair), 1 sum of lse_i, 2 sum of
   /// prior_k, 3 lse(alpha). With temp == nullptr: the temp bytes it needs.
-  std::size_t cub_call(int which, void* temp, std::size_t bytes, stream_view s)
+  std::size_t reduction(int which, void* temp, std::size_t bytes, stream_view s)
   {
-    cudaStream_t const st = to_native(s);
     std::size_t const n = p_.n;
     lse_pair const init{-INFINITY, 0.0};
     switch (which) {
       case 0: {
-        auto in = thrust::make_transform_iterator(main_.data_as<double>(), lse_of_op{});
+        auto in = device::make_transform_iterator(main_.data_as<double>(), lse_of_op{});
         auto* out = lse_pairs_.data_as<lse_pair>();
-        auto begin = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
+        auto begin = device::make_transform_iterator(device::make_counting_iterator<long long>(0),
                                                      times_op{static_cast<long long>(p_.k)});
-        auto end = thrust::make_transform_iterator(thrust::counting_iterator<long long>(1),
+        auto end = device::make_transform_iterator(device::make_counting_iterator<long long>(1),
                                                    times_op{static_cast<long long>(p_.k)});
-        TAPEFLOW_CUDA_TRY(cub::DeviceSegmentedReduce::Reduce(temp, bytes, in, out, static_cast<std::int64_t>(n),
-                                                             begin, end, lse_op{}, init, st));
+        TAPEFLOW_CUDA_TRY(device::segmented_reduce(temp, bytes, in, out, static_cast<std::int64_t>(n), begin, end,
+                                                   lse_op{}, init, s));
         break;
       }
       case 1:
-        TAPEFLOW_CUDA_TRY(cub::DeviceReduce::Sum(temp, bytes, lse_.data_as<double>(), scalar(sum_lse_slot),
-                                                 static_cast<std::int64_t>(n), st));
+        TAPEFLOW_CUDA_TRY(
+          device::sum(temp, bytes, lse_.data_as<double>(), scalar(sum_lse_slot), static_cast<std::int64_t>(n), s));
         break;
       case 2:
-        TAPEFLOW_CUDA_TRY(cub::DeviceReduce::Sum(temp, bytes, prior_.data_as<double>(), scalar(prior_sum_slot),
-                                                 static_cast<std::int64_t>(p_.k), st));
+        TAPEFLOW_CUDA_TRY(device::sum(temp, bytes, prior_.data_as<double>(), scalar(prior_sum_slot),
+                                      static_cast<std::int64_t>(p_.k), s));
         break;
       case 3: {
-        auto in = thrust::make_transform_iterator(alphas_.data_as<double>(), lse_of_op{});
-        TAPEFLOW_CUDA_TRY(cub::DeviceReduce::Reduce(temp, bytes, in,
-                                                    reinterpret_cast<lse_pair*>(scalar(lse_alpha_pair_slot)),
-                                                    static_cast<std::int64_t>(p_.k), lse_op{}, init, st));
+        auto in = device::make_transform_iterator(alphas_.data_as<double>(), lse_of_op{});
+        TAPEFLOW_CUDA_TRY(device::reduce(temp, bytes, in, reinterpret_cast<lse_pair*>(scalar(lse_alpha_pair_slot)),
+                                         static_cast<std::int64_t>(p_.k), lse_op{}, init, s));
         break;
       }
       default: break;

@@ -70,15 +70,13 @@ struct cuda_step {
   void forward(std::size_t, T const* in, T* out, stream_view s) const
   {
     int const grid = device::grid_for(nx * ny, forward_threads, multiprocessors);
-    primal_kernel<T><<<grid, forward_threads, 0, to_native(s)>>>(in, out, nx, ny, omega);
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(primal_kernel<T>, grid, forward_threads, 0, s, in, out, nx, ny, omega);
   }
 
   void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view s) const
   {
     int const grid = device::grid_for(tape.size(), forward_threads, multiprocessors);
-    augmented_forward_kernel<T><<<grid, forward_threads, 0, to_native(s)>>>(in, out, tape, nx, ny, omega);
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(augmented_forward_kernel<T>, grid, forward_threads, 0, s, in, out, tape, nx, ny, omega);
   }
 
   void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_next, T* g_f,
@@ -86,9 +84,8 @@ struct cuda_step {
   {
     device::with_tile_pipeline<record_type>(plan, [&](auto stages) {
       constexpr int S = decltype(stages)::value;
-      reverse_kernel<T, S><<<plan.grid_blocks, plan.block_threads, plan.smem_bytes, to_native(s)>>>(
-        tape, g_next, g_f, nx, ny, omega);
-      TAPEFLOW_CHECK_LAUNCH();
+      device::launch(reverse_kernel<T, S>, plan.grid_blocks, plan.block_threads, plan.smem_bytes, s, tape, g_next, g_f,
+        nx, ny, omega);
     });
   }
 };

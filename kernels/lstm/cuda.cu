@@ -11,7 +11,7 @@ template <class T>
 gradient_result<T> gradient_cuda(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
 {
   int const sms = query_device_limits(backend::cuda).multiprocessors;
-  cublas_handle const blas;
+  device::blas_handle const blas;
   return run_gradient<T>([&](step_buffers<T> buf) { return cuda_step<T>{p, buf, &blas, sms}; }, p, params, seq, o);
 }
 
@@ -19,7 +19,7 @@ template <class T>
 final_state<T> primal_cuda(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
 {
   int const sms = query_device_limits(backend::cuda).multiprocessors;
-  cublas_handle const blas;
+  device::blas_handle const blas;
   return run_primal<T>([&](step_buffers<T> buf) { return cuda_step<T>{p, buf, &blas, sms}; }, p, params, seq, o);
 }
 

@@ -17,7 +17,7 @@
 //             dW_cm += X_t δzᵀ,  dU_cm += H_prev δzᵀ,  dL/dh = U_cm δz,  db += δz 1
 #pragma once
 
-#include "cublas.hpp"
+#include <tapeflow/device/blas.hpp>
 #include "driver.hpp"
 #include "lstm.hpp"
 #include "math.hpp"
@@ -82,8 +82,7 @@ template <class T>
 void fill(T* out, std::size_t count, T value, int multiprocessors, stream_view s)
 {
   int const grid = device::grid_for(count, cell_threads, multiprocessors);
-  fill_kernel<T><<<grid, cell_threads, 0, to_native(s)>>>(out, count, value);
-  TAPEFLOW_CHECK_LAUNCH();
+  device::launch(fill_kernel<T>, grid, cell_threads, 0, s, out, count, value);
 }
 
 template <class T>
@@ -93,7 +92,7 @@ struct cuda_step {
 
   problem p;
   step_buffers<T> buf;
-  cublas_handle const* blas;
+  device::blas_handle const* blas;
   int multiprocessors;
 
   [[nodiscard]] int gates() const noexcept { return static_cast<int>(4 * p.hidden); }
@@ -106,15 +105,15 @@ struct cuda_step {
   /// WX = W_cmᵀ X: the input projection of every step in one GEMM (G x T B).
   void project_inputs(stream_view s) const
   {
-    gemm(*blas, s, CUBLAS_OP_T, CUBLAS_OP_N, gates(), static_cast<int>(p.steps * p.batch), input(), T(1), buf.w,
-         input(), buf.x, input(), T(0), buf.wx, gates());
+    device::gemm(*blas, s, device::blas_op::transpose, device::blas_op::none, gates(),
+      static_cast<int>(p.steps * p.batch), input(), T(1), buf.w, input(), buf.x, input(), T(0), buf.wx, gates());
   }
 
   /// Z = U_cmᵀ h (G x B).
   void recurrent(T const* h, stream_view s) const
   {
-    gemm(*blas, s, CUBLAS_OP_T, CUBLAS_OP_N, gates(), batch(), hidden(), T(1), buf.u, hidden(), h, hidden(), T(0),
-         buf.z, gates());
+    device::gemm(*blas, s, device::blas_op::transpose, device::blas_op::none, gates(), batch(), hidden(), T(1), buf.u,
+      hidden(), h, hidden(), T(0), buf.z, gates());
   }
 
   [[nodiscard]] T const* wx_of(std::size_t t) const noexcept { return buf.wx + t * p.batch * 4 * p.hidden; }
@@ -123,18 +122,16 @@ struct cuda_step {
   {
     recurrent(in, s);
     int const grid = device::grid_for(records_per_step(), cell_threads, multiprocessors);
-    primal_cells_kernel<T><<<grid, cell_threads, 0, to_native(s)>>>(buf.z, wx_of(t), buf.b, in, out, p.hidden,
-                                                                    p.batch);
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(primal_cells_kernel<T>, grid, cell_threads, 0, s, buf.z, wx_of(t), buf.b, in, out, p.hidden,
+      p.batch);
   }
 
   void augmented_forward(std::size_t t, T const* in, T* out, tape_writer<record_type> tape, stream_view s) const
   {
     recurrent(in, s);
     int const grid = device::grid_for(tape.size(), cell_threads, multiprocessors);
-    augmented_cells_kernel<T><<<grid, cell_threads, 0, to_native(s)>>>(buf.z, wx_of(t), buf.b, in, out, tape,
-                                                                       p.hidden, p.batch);
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(augmented_cells_kernel<T>, grid, cell_threads, 0, s, buf.z, wx_of(t), buf.b, in, out, tape, p.hidden,
+      p.batch);
   }
 
   void reverse(std::size_t t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
@@ -142,22 +139,21 @@ struct cuda_step {
   {
     device::with_tile_pipeline<record_type>(plan, [&](auto stages) {
       constexpr int S = decltype(stages)::value;
-      reverse_cells_kernel<T, S><<<plan.grid_blocks, plan.block_threads, plan.smem_bytes, to_native(s)>>>(
-        tape, g_out, g_in, buf.dz, buf.h_prev, p.hidden, p.batch);
-      TAPEFLOW_CHECK_LAUNCH();
+      device::launch(reverse_cells_kernel<T, S>, plan.grid_blocks, plan.block_threads, plan.smem_bytes, s, tape, g_out,
+        g_in, buf.dz, buf.h_prev, p.hidden, p.batch);
     });
     T const* x_t = buf.x + t * p.batch * p.input;
     // dW_cm (I x G) += X_t δzᵀ
-    gemm(*blas, s, CUBLAS_OP_N, CUBLAS_OP_T, input(), gates(), batch(), T(1), x_t, input(), buf.dz, gates(), T(1),
-         buf.dw, input());
+    device::gemm(*blas, s, device::blas_op::none, device::blas_op::transpose, input(), gates(), batch(), T(1), x_t,
+      input(), buf.dz, gates(), T(1), buf.dw, input());
     // dU_cm (H x G) += H_prev δzᵀ
-    gemm(*blas, s, CUBLAS_OP_N, CUBLAS_OP_T, hidden(), gates(), batch(), T(1), buf.h_prev, hidden(), buf.dz,
-         gates(), T(1), buf.du, hidden());
+    device::gemm(*blas, s, device::blas_op::none, device::blas_op::transpose, hidden(), gates(), batch(), T(1),
+      buf.h_prev, hidden(), buf.dz, gates(), T(1), buf.du, hidden());
     // dL/dh_prev (H x B) = U_cm δz: the h half of g_in (its c half came from the cells)
-    gemm(*blas, s, CUBLAS_OP_N, CUBLAS_OP_N, hidden(), batch(), gates(), T(1), buf.u, hidden(), buf.dz, gates(),
-         T(0), g_in, hidden());
+    device::gemm(*blas, s, device::blas_op::none, device::blas_op::none, hidden(), batch(), gates(), T(1), buf.u,
+      hidden(), buf.dz, gates(), T(0), g_in, hidden());
     // db += δz 1
-    gemv(*blas, s, CUBLAS_OP_N, gates(), batch(), T(1), buf.dz, gates(), buf.ones, T(1), buf.db);
+    device::gemv(*blas, s, device::blas_op::none, gates(), batch(), T(1), buf.dz, gates(), buf.ones, T(1), buf.db);
   }
 };
 

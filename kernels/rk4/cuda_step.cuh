@@ -10,6 +10,7 @@
 #include "math.hpp"
 #include "rk4.hpp"
 
+#include <tapeflow/device/launch.cuh>
 #include <tapeflow/device/platform.hpp>
 #include <tapeflow/device/thread_tape.hpp>
 #include <tapeflow/stream.hpp>
@@ -84,35 +85,29 @@ struct gpu_kernels {
   void segment(thread_tape_writer<step_record<T>> w, state<T>* y, T* arc, T const* budget, params<T> const& k,
                stream_view s) const
   {
-    segment_kernel<T><<<blocks(), gpu_block_threads, 0, to_native(s)>>>(w, y, arc, budget, k);
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(segment_kernel<T>, blocks(), gpu_block_threads, 0, s, w, y, arc, budget, k);
   }
   void chunk_reverse(thread_tape_reader<step_record<T>> r, state<T>* g, params<T> const& k, stream_view s) const
   {
-    chunk_reverse_kernel<T><<<blocks(), gpu_block_threads, 0, to_native(s)>>>(r, g, k);
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(chunk_reverse_kernel<T>, blocks(), gpu_block_threads, 0, s, r, g, k);
   }
   void stack_forward(step_record<T>* tape, state<T>* y, T const* budget, std::uint32_t* steps, params<T> const& k,
                      stream_view s) const
   {
-    stack_forward_kernel<T><<<blocks(), gpu_block_threads, 0, to_native(s)>>>(n, tape, y, budget, steps, k);
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(stack_forward_kernel<T>, blocks(), gpu_block_threads, 0, s, n, tape, y, budget, steps, k);
   }
   void stack_reverse(step_record<T> const* tape, std::uint32_t const* steps, state<T>* g, params<T> const& k,
                      stream_view s) const
   {
-    stack_reverse_kernel<T><<<blocks(), gpu_block_threads, 0, to_native(s)>>>(n, tape, steps, g, k);
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(stack_reverse_kernel<T>, blocks(), gpu_block_threads, 0, s, n, tape, steps, g, k);
   }
   void primal(state<T>* y, T const* budget, std::uint32_t* steps, params<T> const& k, stream_view s) const
   {
-    primal_kernel<T><<<blocks(), gpu_block_threads, 0, to_native(s)>>>(n, y, budget, steps, k);
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(primal_kernel<T>, blocks(), gpu_block_threads, 0, s, n, y, budget, steps, k);
   }
   void budgets(state<T> const* y0, std::uint32_t const* targets, T* out, params<T> const& k, stream_view s) const
   {
-    budget_kernel<T><<<blocks(), gpu_block_threads, 0, to_native(s)>>>(n, y0, targets, out, k);
-    TAPEFLOW_CHECK_LAUNCH();
+    device::launch(budget_kernel<T>, blocks(), gpu_block_threads, 0, s, n, y0, targets, out, k);
   }
 };
 

@@ -111,9 +111,9 @@ inline void launch_forward(variant v, buffers const& b, int multiprocessors, str
 {
   int const grid = device::grid_for(b.n, threads, multiprocessors);
   if (v == variant::naive_soa) {
-    forward_soa<record><<<grid, threads, 0, to_native(s)>>>(b.u, b.soa, b.n);
+    device::launch(forward_soa<record>, grid, threads, 0, s, b.u, b.soa, b.n);
   } else if (v != variant::recompute) {
-    forward_aos<record><<<grid, threads, 0, to_native(s)>>>(b.u, tape_writer<record>{b.aos, {b.n, 1}});
+    device::launch(forward_aos<record>, grid, threads, 0, s, b.u, tape_writer<record>{b.aos, {b.n, 1}});
   }
   TAPEFLOW_CHECK_LAUNCH();
 }
@@ -123,19 +123,23 @@ inline void launch_reverse(variant v, buffers const& b, pipeline_plan const& pla
   int const grid = device::grid_for(b.n, threads, multiprocessors);
   tape_reader<record> const tape{b.aos, plan.layout()};
   switch (v) {
-    case variant::naive_soa: reverse_soa<record><<<grid, threads, 0, to_native(s)>>>(b.soa, b.g_out, b.g_in, b.n); break;
-    case variant::aos_direct:
-      reverse_aos_direct<record><<<grid, threads, 0, to_native(s)>>>(b.aos, b.g_out, b.g_in, b.n);
+    case variant::naive_soa:
+      device::launch(reverse_soa<record>, grid, threads, 0, s, b.soa, b.g_out, b.g_in, b.n);
       break;
-    case variant::recompute: reverse_recompute<record><<<grid, threads, 0, to_native(s)>>>(b.u, b.g_out, b.g_in, b.n); break;
+    case variant::aos_direct:
+      device::launch(reverse_aos_direct<record>, grid, threads, 0, s, b.aos, b.g_out, b.g_in, b.n);
+      break;
+    case variant::recompute:
+      device::launch(reverse_recompute<record>, grid, threads, 0, s, b.u, b.g_out, b.g_in, b.n);
+      break;
     case variant::staged:
     case variant::register_db:
     case variant::bulk:
       TAPEFLOW_EXPECTS(v != variant::bulk || plan.bulk_copy, "the bulk variant needs a bulk-copy plan (an sm_90 device)");
       device::with_tile_pipeline<record>(plan, [&](auto stages) {
         constexpr int S = decltype(stages)::value;
-        reverse_staged<S><<<plan.grid_blocks, plan.block_threads, plan.smem_bytes, to_native(s)>>>(tape, b.g_out,
-                                                                                                 b.g_in);
+        device::launch(reverse_staged<S>, plan.grid_blocks, plan.block_threads, plan.smem_bytes, s, tape, b.g_out,
+          b.g_in);
       });
       break;
   }

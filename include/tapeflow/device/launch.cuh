@@ -7,9 +7,46 @@
 #include <tapeflow/error.hpp>
 #include <tapeflow/plan.hpp>
 
+#include <climits>
+#include <cstddef>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace tapeflow::device {
+
+namespace detail {
+inline dim3 launch_extent(dim3 shape) noexcept { return shape; }
+template <class I, std::enable_if_t<std::is_integral_v<I>, int> = 0>
+dim3 launch_extent(I count)
+{
+  TAPEFLOW_EXPECTS(count > 0 && static_cast<unsigned long long>(count) <= UINT_MAX,
+                   "a launch extent must be positive and fit 32 bits, got " + std::to_string(count));
+  return dim3(static_cast<unsigned>(count));
+}
+}  // namespace detail
+
+/// tapeflow's one kernel launch path: `kernel<<<grid, block, smem_bytes, stream>>>(args...)` on CUDA
+/// and HIP, a launch of fibers on the emulated device; the launch is checked (a bad shape or a
+/// launch failure throws platform_error). `grid` and `block` are dim3 or positive integers; the
+/// arguments convert to the kernel's parameter types as a CUDA launch converts them.
+template <class... Params, class Grid, class Block, class... Args>
+void launch(void (*kernel)(Params...), Grid grid, Block block, std::size_t smem_bytes, stream_view stream,
+            Args&&... args)
+{
+  static_assert(sizeof...(Params) == sizeof...(Args), "launch: the kernel takes a different number of arguments");
+  dim3 const g = detail::launch_extent(grid);
+  dim3 const b = detail::launch_extent(block);
+#if defined(TAPEFLOW_PLATFORM_EMULATED)
+  emu::launch_kernel(g, b, smem_bytes, to_native(stream),
+                     [kernel, params = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)] {
+                       std::apply(kernel, params);
+                     });
+#else
+  kernel<<<g, b, smem_bytes, to_native(stream)>>>(std::forward<Args>(args)...);
+#endif
+  TAPEFLOW_CHECK_LAUNCH();
+}
 
 /// Calls `f(std::integral_constant<int, S>{})` with the pipeline variant the plan asks for:
 /// S = plan.stages for the cp.async pipeline, S = -plan.stages for the bulk-copy pipeline

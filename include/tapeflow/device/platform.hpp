@@ -9,7 +9,21 @@
 #include <tapeflow/error.hpp>
 #include <tapeflow/stream.hpp>
 
-#if defined(__HIP_PLATFORM_AMD__) || defined(TAPEFLOW_HIP)
+#if defined(TAPEFLOW_EMULATED)
+// The emulated device (src/emulated/, docs/emulation.md): the CUDA runtime's names, kernels as
+// fibers on the CPU.
+#include <tapeflow/emulated/device.hpp>
+#include <tapeflow/emulated/runtime.hpp>
+
+#define TAPEFLOW_PLATFORM_EMULATED 1
+
+namespace tapeflow::detail {
+inline cudaError_t graph_instantiate(cudaGraphExec_t* exec, cudaGraph_t graph)
+{
+  return cudaGraphInstantiate(exec, graph, 0);
+}
+}  // namespace tapeflow::detail
+#elif defined(__HIP_PLATFORM_AMD__) || defined(TAPEFLOW_HIP)
 #include <hip/hip_runtime.h>
 
 #define TAPEFLOW_PLATFORM_HIP 1
@@ -94,6 +108,28 @@ inline constexpr backend gpu_backend = backend::hip;
 inline constexpr backend gpu_backend = backend::cuda;
 #endif
 }  // namespace tapeflow
+
+// Device code that depends on the target: the sm_90 bulk-copy engine, and the block's dynamic
+// shared memory.
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900) || defined(TAPEFLOW_PLATFORM_EMULATED)
+#define TAPEFLOW_DEVICE_BULK_COPY 1
+#endif
+
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(TAPEFLOW_PLATFORM_EMULATED)
+namespace tapeflow::device {
+/// The block's dynamic shared memory (the launch's shared-memory bytes), 16-byte aligned.
+template <class T>
+__device__ inline T* dynamic_shared() noexcept
+{
+#if defined(TAPEFLOW_PLATFORM_EMULATED)
+  return reinterpret_cast<T*>(::tapeflow::emu::dynamic_shared());
+#else
+  extern __shared__ __align__(16) unsigned char tapeflow_dynamic_smem[];
+  return reinterpret_cast<T*>(tapeflow_dynamic_smem);
+#endif
+}
+}  // namespace tapeflow::device
+#endif
 
 #include <cstdio>
 #include <string>

@@ -22,7 +22,11 @@
 #include <tapeflow/device/views.hpp>
 #include <tapeflow/plan.hpp>
 
-#if !defined(TAPEFLOW_PLATFORM_HIP)
+#if defined(TAPEFLOW_PLATFORM_EMULATED)
+#include <tapeflow/emulated/cuda.hpp>  // the emulated device's cuda::pipeline and cuda::barrier
+#define TAPEFLOW_HAS_ASYNC_PIPELINE 1
+#define TAPEFLOW_HAS_BULK_PIPELINE 1
+#elif !defined(TAPEFLOW_PLATFORM_HIP)
 #include <cuda/barrier>
 #include <cuda/pipeline>
 #define TAPEFLOW_HAS_ASYNC_PIPELINE 1
@@ -56,8 +60,7 @@ struct reverse_tile_order {
 template <class R>
 __device__ R* staging_slots() noexcept
 {
-  extern __shared__ __align__(16) unsigned char tapeflow_staging[];
-  return reinterpret_cast<R*>(tapeflow_staging);
+  return dynamic_shared<R>();
 }
 
 /// True where the bulk-copy pipeline can run: an sm_90+ CUDA device (the binary must also hold
@@ -151,7 +154,7 @@ struct tile_pipeline<R, 0, void> {
     auto load = [&](std::size_t tile) {
       chunk const* src = reinterpret_cast<chunk const*>(tape.tile(tile));
       std::size_t const chunks = tape.tile_size(tile) * (sizeof(R) / sizeof(chunk));
-#pragma unroll
+TAPEFLOW_UNROLL
       for (int q = 0; q < max_register_chunks; ++q) {
         std::size_t const c = threadIdx.x + static_cast<std::size_t>(q) * blockDim.x;
         if (c < chunks) { held[q] = src[c]; }
@@ -159,7 +162,7 @@ struct tile_pipeline<R, 0, void> {
     };
     auto store = [&](std::size_t tile) {
       std::size_t const chunks = tape.tile_size(tile) * (sizeof(R) / sizeof(chunk));
-#pragma unroll
+TAPEFLOW_UNROLL
       for (int q = 0; q < max_register_chunks; ++q) {
         std::size_t const c = threadIdx.x + static_cast<std::size_t>(q) * blockDim.x;
         if (c < chunks) { slot[c] = held[q]; }
@@ -192,12 +195,16 @@ struct bulk_tile_pipeline {
   template <class Consume>
   __device__ static void reverse(tape_reader<R> tape, Consume&& consume)
   {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(TAPEFLOW_DEVICE_BULK_COPY)
     using barrier = cuda::barrier<cuda::thread_scope_block>;
+#if defined(__CUDACC__)
 #pragma nv_diagnostic push
 #pragma nv_diag_suppress static_var_with_dynamic_init
+#endif
     __shared__ barrier full[Stages];  // initialised below by one thread, as init() requires
+#if defined(__CUDACC__)
 #pragma nv_diagnostic pop
+#endif
     R* const slots = staging_slots<R>();
     std::size_t const tile_records = tape.layout().tile_records;
     reverse_tile_order const order{tape.tiles(), blockIdx.x, gridDim.x};

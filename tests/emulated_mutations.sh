@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Proof that the emulated tests can fail (docs/emulation.md): applies one mutation at a time to the
+# tile pipelines (include/tapeflow/device/tile_pipeline.cuh) — a barrier removed, a wait removed, a
+# tile staged into the wrong slot, the last tile dropped — rebuilds the emulated GPU tests and runs
+# them, and prints which tests each mutation fails. The source is restored afterwards.
+#
+#   tests/emulated_mutations.sh [BUILD_DIR]      (a configured build with TAPEFLOW_EMULATED=ON)
+#
+# Exit status 1 if some mutation fails no test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/test}
+file=include/tapeflow/device/tile_pipeline.cuh
+backup=$(mktemp)
+cp "$file" "$backup"
+trap 'cp "$backup" "$file"; rm -f "$backup"' EXIT
+
+# name | exact text to find | replacement (one occurrence each)
+mutations=(
+  "register: no barrier before the store|      __syncthreads();  // every thread is done with the previous tile in shared memory|"
+  "register: no barrier after the store|      store(tile);
+      __syncthreads();|      store(tile);"
+  "cp.async: no consumer wait|      cuda::pipeline_consumer_wait_prior<Stages - 1>(pipe);  // this thread's chunks of tile k|"
+  "cp.async: wait for one group too few|      cuda::pipeline_consumer_wait_prior<Stages - 1>(pipe);|      cuda::pipeline_consumer_wait_prior<Stages>(pipe);"
+  "cp.async: no barrier before the consumer|      __syncthreads();                                         // everyone's chunks of tile k|"
+  "cp.async: no barrier before the refill|      __syncthreads();  // every thread is done with the slot before tile k + Stages refills it|"
+  "cp.async: staged into the wrong slot|slots + (fetched % Stages) * tile_records|slots + ((fetched + 1) % Stages) * tile_records"
+  "bulk: no wait on the barrier|      full[k % Stages].wait_parity(((k / Stages) & 1) != 0);|"
+  "bulk: waits on the wrong parity|      full[k % Stages].wait_parity(((k / Stages) & 1) != 0);|      full[k % Stages].wait_parity(((k / Stages) & 1) == 0);"
+  "bulk: no barrier before the refill|      __syncthreads();  // every thread is done with the slot before the engine refills it|"
+  "every pipeline: the last tile dropped|    return block < tiles ? (tiles - block + grid - 1) / grid : 0;|    return block < tiles ? (tiles - block) / grid : 0;"
+  "every pipeline: tiles walked first-first|    return tiles - 1 - (block + k * grid);|    return block + k * grid;"
+)
+
+status=0
+for entry in "${mutations[@]}"; do
+  name=${entry%%|*}
+  rest=${entry#*|}
+  find=${rest%%|*}
+  replace=${rest#*|}
+  cp "$backup" "$file"
+  python3 - "$file" "$find" "$replace" <<'PY'
+import sys
+path, find, replace = sys.argv[1:]
+text = open(path).read()
+if text.count(find) != 1:
+    sys.exit(f"mutation target found {text.count(find)} times: {find!r}")
+open(path, "w").write(text.replace(find, replace))
+PY
+  cmake --build "$build" --target tapeflow_emulated_gpu_tests >/dev/null
+  log=$(mktemp)
+  "$build/tests/tapeflow_emulated_gpu_tests" --gtest_brief=1 >"$log" 2>&1 || true
+  grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | sed -E 's/^\[  FAILED  \] ([^ ,]+).*/\1/' | sort -u >"$log.names" || true
+  failed=$(wc -l <"$log.names")
+  names=$(head -3 "$log.names" | tr '\n' ' ')
+  printf '%-45s %3s failing: %s\n' "$name" "$failed" "$names"
+  [ "$failed" -gt 0 ] || status=1
+  rm -f "$log" "$log.names"
+done
+cp "$backup" "$file"
+cmake --build "$build" --target tapeflow_emulated_gpu_tests >/dev/null
+exit $status

@@ -6,9 +6,10 @@
 #
 #   tapeflow_enzyme_object(<target> <source> [INCLUDES dirs...])
 #       host: adds the Enzyme-compiled object of <source> to <target>.
-#   tapeflow_enzyme_ptx(<name> <source> ARCH sm_XX [INCLUDES dirs...])
-#       device: <name>.ptx for sm_XX (clang-15 -x cuda -nocudainc, Enzyme, libdevice, NVPTX), and
-#       <name>.cubin when ptxas is found; target <name> builds them.
+#   tapeflow_enzyme_ptx(<name> <source> [CUBIN sm_XX...] [PASSES list] [INCLUDES dirs...])
+#       device: <name>.ptx for sm_80 (clang-15 -x cuda -nocudainc, Enzyme, tapeflow's passes,
+#       libdevice, LLVM 15's NVPTX backend, whose newest target is sm_86) and <name>.<sm_XX>.cubin
+#       by ptxas for each CUBIN architecture; target <name> builds them.
 option(TAPEFLOW_ENZYME "Build and test the Enzyme route (clang-15 + Enzyme's LLVM 15 plugin; .ci/install-enzyme.sh)" OFF)
 if(NOT TAPEFLOW_ENZYME)
   return()
@@ -22,9 +23,11 @@ find_file(TAPEFLOW_ENZYME_PLUGIN LLVMEnzyme-15.so PATHS "${TAPEFLOW_ENZYME_ROOT}
 find_program(TAPEFLOW_ENZYME_CLANG NAMES clang++-15 PATHS /usr/lib/llvm-15/bin)
 find_program(TAPEFLOW_ENZYME_OPT NAMES opt-15 PATHS /usr/lib/llvm-15/bin)
 find_program(TAPEFLOW_ENZYME_LLVM_CONFIG NAMES llvm-config-15 PATHS /usr/lib/llvm-15/bin)
+find_program(TAPEFLOW_ENZYME_LLVM_LINK NAMES llvm-link-15 PATHS /usr/lib/llvm-15/bin)
 find_program(TAPEFLOW_ENZYME_PTXAS NAMES ptxas PATHS /usr/local/cuda/bin)
 find_file(TAPEFLOW_ENZYME_LIBDEVICE libdevice.10.bc PATHS /usr/local/cuda/nvvm/libdevice /usr/lib/cuda/nvvm/libdevice)
-foreach(var TAPEFLOW_ENZYME_PLUGIN TAPEFLOW_ENZYME_CLANG TAPEFLOW_ENZYME_OPT TAPEFLOW_ENZYME_LLVM_CONFIG)
+foreach(var TAPEFLOW_ENZYME_PLUGIN TAPEFLOW_ENZYME_CLANG TAPEFLOW_ENZYME_OPT TAPEFLOW_ENZYME_LLVM_CONFIG
+            TAPEFLOW_ENZYME_LLVM_LINK)
   if(NOT ${var})
     message(FATAL_ERROR "TAPEFLOW_ENZYME=ON needs ${var}: run .ci/install-enzyme.sh (Debian's clang-15, llvm-15-dev "
                         "and Enzyme's plugin from PyPI) or set ${var}")
@@ -43,7 +46,11 @@ set_target_properties(tapeflow_enzyme_pass PROPERTIES PREFIX "" OUTPUT_NAME Tape
 set(TAPEFLOW_ENZYME_PASSES "enzyme,tapeflow-enzyme-cache")
 
 function(tapeflow_enzyme_ir source out_ir)
-  cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "FLAGS;INCLUDES")
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "FLAGS;INCLUDES;PASSES")
+  if(NOT arg_PASSES)
+    set(arg_PASSES ${TAPEFLOW_ENZYME_PASSES})
+  endif()
+  string(REPLACE ";" "," passes "${arg_PASSES}")
   set(includes ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/kernels ${arg_INCLUDES})
   list(TRANSFORM includes PREPEND "-I")
   get_filename_component(name ${out_ir} NAME_WE)
@@ -54,7 +61,7 @@ function(tapeflow_enzyme_ir source out_ir)
     COMMAND ${TAPEFLOW_ENZYME_CLANG} -std=c++17 -O2 -DTAPEFLOW_WITH_ENZYME ${includes} ${arg_FLAGS}
             -MD -MF ${dir}/${name}.d -MT ${dir}/${name}.ll -emit-llvm -S ${source} -o ${dir}/${name}.ll
     COMMAND ${TAPEFLOW_ENZYME_OPT} --load-pass-plugin=${TAPEFLOW_ENZYME_PLUGIN}
-            --load-pass-plugin=$<TARGET_FILE:tapeflow_enzyme_pass> -passes=${TAPEFLOW_ENZYME_PASSES}
+            --load-pass-plugin=$<TARGET_FILE:tapeflow_enzyme_pass> -passes=${passes}
             ${dir}/${name}.ll -o ${out_ir}
     DEPENDS ${source} tapeflow_enzyme_pass
     DEPFILE ${dir}/${name}.d
@@ -77,33 +84,40 @@ function(tapeflow_enzyme_object target source)
 endfunction()
 
 function(tapeflow_enzyme_ptx name source)
-  cmake_parse_arguments(PARSE_ARGV 2 arg "" "ARCH" "INCLUDES")
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "CUBIN;INCLUDES;PASSES")
   if(NOT TAPEFLOW_ENZYME_LIBDEVICE)
     message(FATAL_ERROR "tapeflow_enzyme_ptx needs CUDA's libdevice.10.bc (TAPEFLOW_ENZYME_LIBDEVICE)")
   endif()
+  if(NOT arg_PASSES)
+    set(arg_PASSES ${TAPEFLOW_ENZYME_PASSES} tapeflow-libdevice-math)
+  endif()
   set(dir ${CMAKE_CURRENT_BINARY_DIR}/enzyme)
-  tapeflow_enzyme_ir(${source} ${dir}/${name}.enzyme.bc INCLUDES ${arg_INCLUDES}
-    FLAGS -x cuda -nocudainc -nocudalib --cuda-device-only --cuda-gpu-arch=${arg_ARCH}
+  tapeflow_enzyme_ir(${source} ${dir}/${name}.enzyme.bc INCLUDES ${arg_INCLUDES} PASSES ${arg_PASSES}
+    FLAGS -x cuda -nocudainc -nocudalib --cuda-device-only --cuda-gpu-arch=sm_80 -Wno-unknown-cuda-version
           -include ${PROJECT_SOURCE_DIR}/include/tapeflow/device/clang_nocudainc.hpp)
   # libdevice after Enzyme (Enzyme differentiates __nv_sin and friends by name), then NVPTX.
   add_custom_command(
     OUTPUT ${dir}/${name}.ptx
-    COMMAND ${TAPEFLOW_ENZYME_CLANG} -x ir --target=nvptx64-nvidia-cuda -march=${arg_ARCH} -O2 -S
-            -Xclang -mlink-builtin-bitcode -Xclang ${TAPEFLOW_ENZYME_LIBDEVICE}
-            ${dir}/${name}.enzyme.bc -o ${dir}/${name}.ptx
+    COMMAND ${TAPEFLOW_ENZYME_LLVM_LINK} ${dir}/${name}.enzyme.bc --internalize --only-needed
+            ${TAPEFLOW_ENZYME_LIBDEVICE} -o ${dir}/${name}.linked.bc
+    COMMAND ${TAPEFLOW_ENZYME_CLANG} -x ir --target=nvptx64-nvidia-cuda -march=sm_80 -O2 -S
+            ${dir}/${name}.linked.bc -o ${dir}/${name}.ptx
     DEPENDS ${dir}/${name}.enzyme.bc
-    COMMENT "Enzyme: ${name}.ptx (${arg_ARCH})"
+    COMMENT "Enzyme: ${name}.ptx (sm_80)"
     VERBATIM)
   set(outputs ${dir}/${name}.ptx)
-  if(TAPEFLOW_ENZYME_PTXAS)
+  foreach(arch IN LISTS arg_CUBIN)
+    if(NOT TAPEFLOW_ENZYME_PTXAS)
+      message(FATAL_ERROR "tapeflow_enzyme_ptx: CUBIN ${arch} needs ptxas (TAPEFLOW_ENZYME_PTXAS)")
+    endif()
     add_custom_command(
-      OUTPUT ${dir}/${name}.cubin
-      COMMAND ${TAPEFLOW_ENZYME_PTXAS} -arch=${arg_ARCH} ${dir}/${name}.ptx -o ${dir}/${name}.cubin
+      OUTPUT ${dir}/${name}.${arch}.cubin
+      COMMAND ${TAPEFLOW_ENZYME_PTXAS} -arch=${arch} ${dir}/${name}.ptx -o ${dir}/${name}.${arch}.cubin
       DEPENDS ${dir}/${name}.ptx
-      COMMENT "ptxas: ${name}.cubin (${arg_ARCH})"
+      COMMENT "ptxas: ${name}.${arch}.cubin"
       VERBATIM)
-    list(APPEND outputs ${dir}/${name}.cubin)
-  endif()
+    list(APPEND outputs ${dir}/${name}.${arch}.cubin)
+  endforeach()
   add_custom_target(${name} ALL DEPENDS ${outputs})
 endfunction()
 

@@ -215,15 +215,17 @@ __device__ inline cache_cursor& cursor_or_trap() noexcept
 }
 }  // namespace tapeflow::enzyme::detail
 
+// Not inlined: one call per cache allocation (one per loop and thread, not per iteration), and the
+// calls stay visible in the PTX, where tests/enzyme/check_ptx.cmake looks for them.
 extern "C" {
-__device__ __attribute__((used)) void* tapeflow_enzyme_cache_alloc(std::size_t bytes)
+__device__ __attribute__((used, noinline)) void* tapeflow_enzyme_cache_alloc(std::size_t bytes)
 {
   return tapeflow::enzyme::detail::cursor_or_trap().allocate(bytes);
 }
-__device__ __attribute__((used)) void* tapeflow_enzyme_cache_realloc(void* p, std::size_t bytes)
+__device__ __attribute__((used, noinline)) void* tapeflow_enzyme_cache_realloc(void* p, std::size_t bytes)
 {
   return tapeflow::enzyme::detail::cursor_or_trap().reallocate(p, bytes);
 }
-__device__ __attribute__((used)) void tapeflow_enzyme_cache_free(void*) {}  // regions are rewound, not freed
+__device__ __attribute__((used, noinline)) void tapeflow_enzyme_cache_free(void*) {}  // regions are rewound, not freed
 }
 #endif

@@ -14,6 +14,10 @@
 // and stops the build, naming the function and the call, when an allocation or free that it cannot
 // route is left in a function Enzyme generated (for instance the shadow of a buffer the
 // differentiated function allocates itself).
+//
+// A second pass, tapeflow-libdevice-math, lowers the math intrinsics Enzyme's derivatives use in
+// device code (llvm.cos.f64 for the derivative of __nv_sin, ...), which LLVM 15's NVPTX backend
+// cannot select, to libdevice's __nv_* functions; libdevice is linked after it.
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/IR/Function.h>
@@ -54,6 +58,46 @@ std::string describe(Instruction const& call)
   call.print(out);
   return StringRef(out.str()).trim().str();
 }
+
+/// llvm.<op>.f64/f32 -> __nv_<op> / __nv_<op>f for the operations NVPTX has no instruction for.
+void lower_math_to_libdevice(Module& module)
+{
+  static constexpr char const* ops[] = {"sin", "cos", "exp", "exp2", "log", "log2", "log10", "pow"};
+  SmallVector<CallInst*, 16> calls;
+  for (Function& f : module) {
+    if (!f.isIntrinsic()) { continue; }
+    for (char const* op : ops) {
+      for (char const* type : {"f64", "f32"}) {
+        if (f.getName() != (Twine("llvm.") + op + "." + type).str()) { continue; }
+        for (User* user : f.users()) {
+          if (auto* call = dyn_cast<CallInst>(user)) { calls.push_back(call); }
+        }
+      }
+    }
+  }
+  for (CallInst* call : calls) {
+    Function* const intrinsic = call->getCalledFunction();
+    StringRef const name = intrinsic->getName();  // llvm.<op>.<type>
+    StringRef const op = name.drop_front(5).rsplit('.').first;
+    bool const single = name.endswith(".f32");
+    FunctionCallee const target =
+      module.getOrInsertFunction((Twine("__nv_") + op + (single ? "f" : "")).str(), intrinsic->getFunctionType());
+    SmallVector<Value*, 2> args(call->args());
+    IRBuilder<> builder(call);
+    CallInst* const lowered = builder.CreateCall(target, args);
+    lowered->copyFastMathFlags(call);
+    call->replaceAllUsesWith(lowered);
+    call->eraseFromParent();
+  }
+}
+
+struct libdevice_math : PassInfoMixin<libdevice_math> {
+  PreservedAnalyses run(Module& module, ModuleAnalysisManager&)
+  {
+    lower_math_to_libdevice(module);
+    return PreservedAnalyses::none();
+  }
+};
 
 struct cache_routing : PassInfoMixin<cache_routing> {
   PreservedAnalyses run(Module& module, ModuleAnalysisManager&)
@@ -134,9 +178,15 @@ extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo()
   return {LLVM_PLUGIN_API_VERSION, "tapeflow-enzyme-cache", "0.1", [](PassBuilder& builder) {
             builder.registerPipelineParsingCallback(
               [](StringRef name, ModulePassManager& passes, ArrayRef<PassBuilder::PipelineElement>) {
-                if (name != "tapeflow-enzyme-cache") { return false; }
-                passes.addPass(cache_routing{});
-                return true;
+                if (name == "tapeflow-enzyme-cache") {
+                  passes.addPass(cache_routing{});
+                  return true;
+                }
+                if (name == "tapeflow-libdevice-math") {
+                  passes.addPass(libdevice_math{});
+                  return true;
+                }
+                return false;
               });
           }};
 }

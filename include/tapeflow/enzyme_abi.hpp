@@ -11,11 +11,10 @@
 //   __enzyme_augmentfwd(f, enzyme_allocated, TapeBytes, enzyme_tape, slot, enzyme_out, x, enzyme_const, &p)
 //   __enzyme_reverse   (f, enzyme_allocated, TapeBytes, enzyme_tape, slot, enzyme_out, x, enzyme_const, &p, dy)
 //
-// TapeBytes is a compile-time constant, as Enzyme requires; the forward checks it against
-// __enzyme_augmentsize(f, <the same activities>), which Enzyme folds to a constant: a slot too
-// small leaves a call to tapeflow_enzyme_tape_slot_too_small, which nothing defines, so the build
-// fails at link time (host) or in ptxas (device) naming it. The activities are typed, so the
-// forward, the reverse and the size query cannot disagree: active (by-value scalar, enzyme_out:
+// TapeBytes is a compile-time constant, as Enzyme requires. Enzyme checks it against the size its
+// tape needs (what __enzyme_augmentsize(f, <the same activities>) reports) when it generates the
+// forward: a slot too small stops the build with "Enzyme: need X bytes have TapeBytes bytes". The
+// activities are typed, so the forward and the reverse cannot disagree: active (by-value scalar, enzyme_out:
 // the reverse returns its adjoint), constant (enzyme_const), duplicated (a pointer and its shadow,
 // enzyme_dup: the reverse adds into the shadow). Pass aggregates by pointer: the C ABI splits small
 // structs passed by value into several IR arguments, each of which Enzyme wants annotated.
@@ -54,9 +53,6 @@ template <class Return, class... Args>
 TAPEFLOW_HOST_DEVICE Return __enzyme_augmentsize(void*, Args...);
 
 extern "C" {
-/// Never defined: a call left after Enzyme folded __enzyme_augmentsize means the slot is smaller
-/// than Enzyme's tape, and the build fails naming this function.
-TAPEFLOW_HOST_DEVICE void tapeflow_enzyme_tape_slot_too_small();
 #if !defined(__CUDA_ARCH__)
 // Where tapeflow's pass sends Enzyme's cache allocations (enzyme_cache.hpp): defined in libtapeflow
 // for the host (src/enzyme.cpp), and at the end of this header for the device.
@@ -100,6 +96,8 @@ d_return(T) -> d_return<T>;
 
 namespace detail {
 
+/// The activity markers alone, as __enzyme_augmentsize takes them:
+///   std::size_t n = __enzyme_augmentsize<std::size_t>((void*)f, enzyme::detail::marker(args)...);
 template <class T>
 TAPEFLOW_ENZYME_INLINE TAPEFLOW_HOST_DEVICE int marker(active<T>) noexcept { return enzyme_out; }
 template <class T>
@@ -167,9 +165,6 @@ TAPEFLOW_ENZYME_INLINE TAPEFLOW_HOST_DEVICE Return augmented_forward(Fn* fn, voi
 {
   static_assert(TapeBytes > 0, "an Enzyme tape slot needs a positive size");
   static_assert(!(detail::is_d_return<Args>::value || ...), "d_return belongs to the reverse");
-  if (__enzyme_augmentsize<std::size_t>(reinterpret_cast<void*>(fn), detail::marker(args)...) > TapeBytes) {
-    tapeflow_enzyme_tape_slot_too_small();
-  }
   detail::cache_scope const scope(cache);
   return detail::flatten(
     [&](auto... flat) TAPEFLOW_ENZYME_INLINE {

@@ -6,7 +6,7 @@
 
 // Functions that run on both sides: the per-element derivative math, the tile layout and the
 // tape views. Compiled as plain C++ when no device compiler is involved.
-#if defined(__CUDACC__) || defined(__HIPCC__)
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(__CUDA__)
 #define TAPEFLOW_HOST_DEVICE __host__ __device__
 #define TAPEFLOW_DEVICE __device__
 #else

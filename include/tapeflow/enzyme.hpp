@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // Enzyme split-mode interop, host side. Enzyme's augmented forward writes an opaque per-thread tape
-// of a size known at compile time (`enzyme_allocated, sizeof(T)`) or at run time
-// (`__enzyme_augmentsize`); its reverse reads it back. tapeflow gives each thread a *slot* of that
-// size in a tiled layer (one record per thread, in 16-byte chunks) and stages whole slots back
-// into shared memory for the reverse. See docs/enzyme.md and include/tapeflow/device/enzyme.cuh.
+// whose size is a compile-time constant (`enzyme_allocated, N`, checked against
+// `__enzyme_augmentsize`: include/tapeflow/enzyme_abi.hpp); its reverse reads it back. tapeflow
+// gives each thread a *slot* of that size in a tiled layer (one record per thread, in 16-byte
+// chunks) and stages whole slots back into shared memory for the reverse. What Enzyme allocates
+// beside its tape (loop caches) goes into a cache_pool. See docs/enzyme.md.
 #pragma once
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/config.hpp>
+#include <tapeflow/enzyme_cache.hpp>
 #include <tapeflow/error.hpp>
+#include <tapeflow/memory.hpp>
 #include <tapeflow/plan.hpp>
 #include <tapeflow/record.hpp>
+#include <tapeflow/stream.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -37,5 +41,40 @@ using chunk = value_record<std::uint32_t, 4>;
 /// `pipeline` option. Throws logic_error for a zero size or a slot the device cannot stage.
 [[nodiscard]] pipeline_request slot_pipeline(device_limits const& limits, std::size_t tape_bytes, std::size_t slots,
                                              pipeline_request overrides = {});
+
+/// Chunks of a slot for a tape of TapeBytes, at compile time.
+template <std::size_t TapeBytes>
+inline constexpr std::size_t slot_chunks_v = slot_chunks(TapeBytes);
+
+/// Where Enzyme's loop caches go: `layers` layers of `slots` regions of `region_bytes` each, in
+/// device (or CPU-backend) memory that stays put for the pool's life, so the pointers Enzyme keeps
+/// in its tapes stay valid whichever tier the tapes themselves move to. Bounded: a slot whose
+/// caches do not fit its region raises the status that check() turns into a budget_error.
+class cache_pool {
+ public:
+  /// Throws logic_error for zero sizes or a region that is not a multiple of 16 bytes.
+  cache_pool(backend kind, std::size_t layers, std::size_t slots, std::size_t region_bytes, stream_view s = {});
+
+  /// Layer `layer`'s regions, for a kernel (or the CPU backend's loop).
+  [[nodiscard]] cache_view view(std::size_t layer) noexcept;
+  /// Waits for `s`, reads the status and throws budget_error when any slot's caches overflowed its
+  /// region (naming the bytes a region needs at least) or logic_error when a request was larger
+  /// than a whole layer; then zeroes the status.
+  void check(stream_view s = {});
+  /// Zeroes the status (on `s`).
+  void reset(stream_view s = {});
+
+  [[nodiscard]] std::size_t layers() const noexcept { return layers_; }
+  [[nodiscard]] std::size_t slots() const noexcept { return slots_; }
+  [[nodiscard]] std::size_t region_bytes() const noexcept { return region_bytes_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return regions_.size(); }
+
+ private:
+  std::size_t layers_;
+  std::size_t slots_;
+  std::size_t region_bytes_;
+  device_buffer regions_;
+  device_buffer status_;
+};
 
 }  // namespace tapeflow::enzyme

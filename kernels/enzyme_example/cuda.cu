@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Enzyme example on the GPU (CUDA, or HIP through the platform header). Without Enzyme the
-// kernels call the hand-written Enzyme-shaped functions of math.hpp; compiled with Enzyme's plugin
-// (TAPEFLOW_WITH_ENZYME) they call Enzyme's generated split-mode code on the same slots.
+// The Enzyme example on the GPU (CUDA, or HIP through the platform header), with the hand-written
+// Enzyme-shaped functions of math.hpp. The same kernels with Enzyme-generated code are
+// enzyme_kernels.cu, built through the Enzyme route (TAPEFLOW_ENZYME; docs/enzyme.md).
 #include "steps.hpp"
 
 #include <tapeflow/device/enzyme.cuh>
@@ -21,24 +21,13 @@ __global__ void primal_kernel(double const* __restrict__ in, double* __restrict_
   }
 }
 
-#if defined(TAPEFLOW_WITH_ENZYME)
-__device__ double iterate_for_enzyme(double x, params const* p) { return iterate(x, *p); }
-#endif
-
 __global__ void augmented_kernel(double const* __restrict__ in, double* __restrict__ out,
                                  tape_writer<enzyme::chunk> tape, std::size_t n, params p)
 {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     void* slot = enzyme::slot(tape, tape_bytes(p), i);
-#if defined(TAPEFLOW_WITH_ENZYME)
-    // Enzyme writes its tape into the slot tapeflow hands it: enzyme_allocated gives the slot's
-    // size (the host took it from __enzyme_augmentsize), enzyme_tape the slot itself.
-    out[i] = __enzyme_augmentfwd<double>(reinterpret_cast<void*>(iterate_for_enzyme), enzyme_allocated,
-                                         tape_bytes(p), enzyme_tape, slot, in[i], enzyme_const, &p);
-#else
     out[i] = enzyme_example::augmented_forward(in[i], p, slot);
-#endif
   }
 }
 
@@ -47,13 +36,7 @@ __global__ void reverse_kernel(tape_reader<enzyme::chunk> tape, double const* __
                                double* __restrict__ g_in, params p)
 {
   enzyme::for_each_slot_reverse<Stages>(tape, tape_bytes(p), [&](std::size_t i, void const* slot) {
-#if defined(TAPEFLOW_WITH_ENZYME)
-    // The active input's value is on the tape; Enzyme returns its adjoint.
-    g_in[i] = __enzyme_reverse<double>(reinterpret_cast<void*>(iterate_for_enzyme), 0.0, enzyme_const, &p, g_out[i],
-                                       const_cast<void*>(slot));
-#else
     g_in[i] = enzyme_example::reverse(g_out[i], p, slot);
-#endif
   });
 }
 

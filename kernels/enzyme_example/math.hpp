@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // An Enzyme-shaped differentiated function, written once for host and device. Each element runs an
-// inner loop of run-time length K:  v <- sin(v) + a v,  K times. Its augmented forward and reverse
-// have exactly the ABI Enzyme's split mode generates: an opaque tape of run-time size
-// (here K doubles, what `__enzyme_augmentsize` would report) written by the forward and read by the
-// reverse. With Enzyme's plugin the two are generated from `iterate` itself (cuda.cu,
-// TAPEFLOW_WITH_ENZYME).
+// inner loop of run-time length K:  v <- sin(v) + a v,  K times. The hand-written augmented forward
+// and reverse below are Enzyme-shaped (an opaque per-element tape written by the forward, read by
+// the reverse) and keep all K values in the tape. Real Enzyme generates the pair from `iterate`
+// itself (tests/enzyme, enzyme_kernels.cu; docs/enzyme.md): a 32-byte tape (trip count, a, two
+// pointers) plus loop caches it allocates, which tapeflow routes into an enzyme::cache_pool.
 #pragma once
 
 #include <tapeflow/config.hpp>
@@ -19,7 +19,7 @@ struct params {
   double a;
 };
 
-/// Bytes of one element's tape: what `__enzyme_augmentsize` reports for `iterate`.
+/// Bytes of one element's hand-written tape (K doubles).
 TAPEFLOW_HOST_DEVICE constexpr std::size_t tape_bytes(params p) noexcept { return p.inner * sizeof(double); }
 
 /// The primal.

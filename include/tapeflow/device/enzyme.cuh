@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Enzyme split-mode interop, device side: a thread's tape slot in the forward, the staged slots in
-// the reverse. With Enzyme's plugin (TAPEFLOW_WITH_ENZYME), kernels pass the slot straight to
-// `__enzyme_augmentfwd(..., enzyme_tape, slot)` and the staged slot to `__enzyme_reverse(..., tape)`.
+// the reverse. Enzyme's calls themselves are in tapeflow/enzyme_abi.hpp (enzyme::augmented_forward
+// and enzyme::reverse, with the slot's compile-time size); docs/enzyme.md.
 #pragma once
 
 #include <tapeflow/device/tile_pipeline.cuh>
@@ -36,17 +36,3 @@ __device__ void for_each_slot_reverse(tape_reader<chunk> layer, std::size_t tape
 }
 
 }  // namespace tapeflow::enzyme
-
-#if defined(TAPEFLOW_WITH_ENZYME)
-// Enzyme's split-mode entry points (declared as Enzyme documents them; the plugin resolves them).
-extern __device__ int enzyme_allocated;
-extern __device__ int enzyme_tape;
-extern __device__ int enzyme_dup;
-extern __device__ int enzyme_const;
-template <class Return, class... Args>
-__device__ Return __enzyme_augmentfwd(void*, Args...);
-template <class Return, class... Args>
-__device__ Return __enzyme_reverse(void*, Args...);
-template <class... Args>
-std::size_t __enzyme_augmentsize(void*, Args...);
-#endif

@@ -16,6 +16,10 @@
 
 #include <tapeflow/config.hpp>
 
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>  // atomicAdd and atomicMax in device code (nvcc includes its runtime in every .cu)
+#endif
+
 #include <cstddef>
 #include <cstdint>
 #if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)

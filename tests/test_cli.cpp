@@ -176,7 +176,7 @@ TEST_F(Cli, BadUsageAndInputExitWithStatus2)
     {ok + " --backend hip", "not available"},
     {ok + " --policy keep", "--policy"},
     {ok + " --tape derivatives", "--tape must be values or partials"},
-    {ok + " --budget 10 --backend cpu", "smaller than one tile times the pipeline depth"},
+    {ok + " --budget 10 --backend cpu", "smaller than the least a layer's reverse runs in"},
     {ok + " --budget 100 --policy store --tile-records 1 --stages 2 --backend cpu", "does not fit the device budget"},
     {ok + " --budget 12Q", "non-negative integer"},
     {ok + " --steps 0", "given twice"},

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The guide's complete example (docs/guide.md): a user-defined differentiated step run as a chain
 // on the CPU backend, under two policies. CTest runs it (example_custom_step).
-#include <tapeflow/chain.hpp>
-#include <tapeflow/cpu/reverse.hpp>
+#include <tapeflow/tapeflow.hpp>  // the whole host API
 
 #include <cmath>
 #include <cstdio>

@@ -18,6 +18,8 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace tapeflow {
@@ -189,7 +191,9 @@ TEST_P(ReverseTiles, EveryTileOnceWithItsRecords)
 {
   for (std::size_t threads : {1u, 2u, 3u}) {
     scoped_threads t(threads);
-    for (auto [records, tile] : {std::pair<std::size_t, std::size_t>{1, 1}, {10, 3}, {1000, 7}, {333, 1000}}) {
+    for (auto const& shape : {std::pair<std::size_t, std::size_t>{1, 1}, {10, 3}, {1000, 7}, {333, 1000}}) {
+      std::size_t const records = shape.first;
+      std::size_t const tile = shape.second;
       pipeline_plan const p = cpu_plan(records, tile, 3, GetParam());
       std::vector<rec> const layer = numbered(records);
       std::vector<std::atomic<int>> seen(records);
@@ -229,8 +233,11 @@ TEST_P(ReverseTiles, AConsumerExceptionPropagates)
 /// Every record of every tile's window, checked against the layer, and nothing outside it.
 TEST_P(ReverseTiles, WindowsHoldTheTileAndItsPeriodicHalo)
 {
-  for (auto [records, tile, halo] : {std::tuple<std::size_t, std::size_t, std::size_t>{100, 10, 1}, {100, 10, 3},
-                                     {37, 5, 2}, {12, 5, 4}, {12, 12, 1}, {5, 2, 5}, {64, 8, 0}}) {
+  for (auto const& shape : {std::tuple<std::size_t, std::size_t, std::size_t>{100, 10, 1}, {100, 10, 3}, {37, 5, 2},
+                            {12, 5, 4}, {12, 12, 1}, {5, 2, 5}, {64, 8, 0}}) {
+    std::size_t const records = std::get<0>(shape);  // named, not bound: lambdas capture them (C++17)
+    std::size_t const tile = std::get<1>(shape);
+    std::size_t const halo = std::get<2>(shape);
     pipeline_plan const p = cpu_plan(records, tile, 2, GetParam(), halo);
     std::vector<rec> const layer = numbered(records);
     std::atomic<std::size_t> checked{0};

@@ -16,6 +16,8 @@
 #include <tapeflow/record.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstring>
@@ -23,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 namespace tapeflow::cpu {
 
@@ -65,6 +68,34 @@ class staging_task {
 };
 /// How many staging threads the process has started (tests: one per concurrent ring, not per layer).
 [[nodiscard]] std::size_t staging_threads_started();
+
+inline void cpu_relax() noexcept
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#else
+  std::this_thread::yield();
+#endif
+}
+
+/// Waits on `changed` until `ready()`, which reads atomics, but first spins on it for a few tens
+/// of microseconds with the lock released: a tile handed between two running threads then costs
+/// no futex wake-up (the ring's handoff on small tiles). Returns with `lock` held and ready() true.
+template <class Ready>
+void spin_then_wait(std::unique_lock<std::mutex>& lock, std::condition_variable& changed, Ready&& ready)
+{
+  if (ready()) { return; }
+  lock.unlock();
+  auto const until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+  for (unsigned i = 1; !ready(); ++i) {
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > until) { break; }
+    cpu_relax();
+  }
+  lock.lock();
+  changed.wait(lock, ready);
+}
 }  // namespace detail
 
 template <class R>
@@ -127,11 +158,13 @@ class tile_ring {
       return window_of(layout.first(tile), layout.count(tile), halo_, layout.records);
     };
 
+    // The counters change under `mutex` (so a blocked waiter is woken), and are atomics so that a
+    // waiter may spin on them without it first.
     std::mutex mutex;
     std::condition_variable changed;
-    std::size_t produced = 0;
-    std::size_t consumed = 0;
-    bool stop = false;
+    std::atomic<std::size_t> produced{0};
+    std::atomic<std::size_t> consumed{0};
+    std::atomic<bool> stop{false};
     ring_stats run{};
 
     detail::staging_task producer([&]() noexcept {
@@ -139,7 +172,7 @@ class tile_ring {
         {
           std::unique_lock<std::mutex> lock(mutex);
           if (produced - consumed == stages_) { ++run.producer_waits; }
-          changed.wait(lock, [&] { return stop || produced - consumed < stages_; });
+          detail::spin_then_wait(lock, changed, [&] { return stop || produced - consumed < stages_; });
           if (stop) { break; }
         }
         // Slot k % stages was consumed (the wait above), and the consumer reads only slots of
@@ -164,7 +197,7 @@ class tile_ring {
         {
           std::unique_lock<std::mutex> lock(mutex);
           if (produced <= k) { ++run.consumer_waits; }
-          changed.wait(lock, [&] { return produced > k; });
+          detail::spin_then_wait(lock, changed, [&] { return produced > k; });
         }
         std::size_t const tile = tiles - 1 - k;
         window_span const w = window_span_of(tile);

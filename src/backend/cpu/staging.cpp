@@ -6,6 +6,8 @@
 // gets a thread of its own, so rings never wait on each other.
 #include <tapeflow/cpu/tile_ring.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -43,6 +45,7 @@ class staging_threads {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       tasks_.push_back(std::move(task));
+      submitted_.fetch_add(1, std::memory_order_release);
       // Every idle thread takes one task: start another when the tasks outnumber them.
       if (tasks_.size() > idle_) {
         try {
@@ -74,6 +77,18 @@ class staging_threads {
     std::unique_lock<std::mutex> lock(mutex_);
     ++idle_;
     for (;;) {
+      if (tasks_.empty() && !stop_) {
+        // Idle: the next layer's ring usually follows within microseconds. Spin on the task count
+        // for a moment before sleeping, so that it does not pay a futex wake-up.
+        std::size_t const seen = submitted_.load(std::memory_order_acquire);
+        lock.unlock();
+        auto const until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+        for (unsigned i = 1; submitted_.load(std::memory_order_acquire) == seen; ++i) {
+          if (i % 64 == 0 && std::chrono::steady_clock::now() > until) { break; }
+          cpu_relax();
+        }
+        lock.lock();
+      }
       changed_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
       if (tasks_.empty()) { return; }  // stopping
       std::shared_ptr<staging_task::state> task = std::move(tasks_.front());
@@ -97,6 +112,7 @@ class staging_threads {
   std::vector<std::thread> threads_;
   std::size_t idle_{0};
   bool stop_{false};
+  std::atomic<std::size_t> submitted_{0};
 };
 
 staging_threads& the_threads()

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
@@ -25,6 +26,17 @@ namespace tapeflow::cpu {
 namespace {
 
 thread_local bool inside_loop = false;
+
+inline void relax() noexcept
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#else
+  std::this_thread::yield();
+#endif
+}
 
 std::size_t default_threads() noexcept
 {
@@ -75,6 +87,7 @@ class pool {
       error_ = nullptr;
       open_ = true;
       ++generation_;
+      published_.store(generation_, std::memory_order_release);
     }
     wake_.notify_all();
     inside_loop = true;
@@ -122,6 +135,17 @@ class pool {
     std::uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
+      if (!stop_ && generation_ == seen) {
+        // Idle: a step's next loop usually follows within microseconds. Spin on the generation
+        // for a moment before sleeping, so that joining it costs no futex wake-up.
+        lock.unlock();
+        auto const until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
+        for (unsigned i = 1; published_.load(std::memory_order_acquire) == seen; ++i) {
+          if (i % 64 == 0 && std::chrono::steady_clock::now() > until) { break; }
+          relax();
+        }
+        lock.lock();
+      }
       wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
       if (stop_) { return; }
       seen = generation_;
@@ -169,6 +193,7 @@ class pool {
   std::condition_variable left_;
   std::vector<std::thread> workers_;
   std::uint64_t generation_{0};
+  std::atomic<std::uint64_t> published_{0};  // generation_, for idle workers to spin on
   bool stop_{false};
   bool open_{false};
   std::size_t inside_{0};

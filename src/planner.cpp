@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The pipeline planner. GPU: 256-thread blocks, tiles of about 8 KiB, up to 4 stages, as much of
 // the multiprocessor's shared memory as leaves room for two resident blocks, a persistent grid of
-// (multiprocessors x resident blocks). CPU: tiles of about 64 KiB, 4 stages, one consumer.
+// (multiprocessors x resident blocks). CPU: tiles of about 64 KiB read in place by every CPU thread,
+// or, asked for, through a staging ring of 4 stages consumed by the calling thread.
 #include <tapeflow/error.hpp>
 #include <tapeflow/nvtx.hpp>
 #include <tapeflow/plan.hpp>
@@ -39,9 +40,22 @@ std::string pipeline_plan::describe() const
 {
   std::string text = std::to_string(records) + " records of " + std::to_string(record_bytes) + " B in " +
                      std::to_string(tiles) + (tiles == 1 ? " tile" : " tiles") + " of " +
-                     std::to_string(tile_records) + " (" + bytes_text(tile_bytes()) + "), " +
-                     std::to_string(stages) + " stages (" + bytes_text(smem_bytes) + " staged)";
-  if (kind == backend::cpu) { return text + ", worker-thread staging ring"; }
+                     std::to_string(tile_records) + " (" + bytes_text(tile_bytes()) + ")";
+  if (kind == backend::cpu && staging == cpu_staging::in_place) {
+    // Nothing staged: the stages are what a ring would use, not worth a mention.
+  } else {
+    text += ", " + std::to_string(stages) + " stages";
+    if (kind != backend::cpu) { text += " (" + bytes_text(smem_bytes) + " staged)"; }
+  }
+  if (kind == backend::cpu) {
+    std::string const halo =
+      halo_records == 0 ? "" : ", halo of " + std::to_string(halo_records) + " records on each side";
+    if (staging == cpu_staging::ring) {
+      return text + " (" + bytes_text(smem_bytes) + " staged)" + halo + ", staging ring with a persistent worker";
+    }
+    return text + halo + ", read in place by " + std::to_string(grid_blocks) +
+           (grid_blocks == 1 ? " thread" : " threads");
+  }
   return text + ", grid " + std::to_string(grid_blocks) + " x " + std::to_string(block_threads) +
          (bulk_copy ? ", bulk-copy pipeline" : async_copy ? ", cp.async pipeline" : ", register double-buffering");
 }
@@ -57,12 +71,21 @@ pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const&
                    "pipeline stages must be between 2 and " + std::to_string(max_pipeline_stages) + ", got " +
                      std::to_string(request.stages));
   TAPEFLOW_EXPECTS(request.block_threads >= 0, "block threads must not be negative");
-
   bool const gpu = limits.kind != backend::cpu;
+  TAPEFLOW_EXPECTS(!gpu || request.halo_records == 0,
+                   "a halo of " + std::to_string(request.halo_records) + " records: " + limits.name +
+                     "'s tile pipelines do not stage halos yet (the CPU backend does; docs/guide.md, Stencils)");
+  TAPEFLOW_EXPECTS(request.halo_records <= request.records,
+                   "a halo of " + std::to_string(request.halo_records) + " records is larger than the layer's " +
+                     std::to_string(request.records) + " records");
+
   pipeline_plan plan;
   plan.kind = limits.kind;
   plan.record_bytes = request.record_bytes;
   plan.records = request.records;
+  plan.halo_records = request.halo_records;
+  plan.staging = gpu ? cpu_staging::ring : request.staging;
+  bool const cpu_ring = !gpu && plan.staging == cpu_staging::ring;
   plan.async_copy = limits.async_copy && !request.force_plain;
   plan.bulk_copy = plan.async_copy && request.bulk_copy && limits.bulk_copy;
 
@@ -107,12 +130,15 @@ pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const&
     // No tile larger than the layer (rounded to whole blocks).
     std::size_t const whole = (request.records + plan.block_threads - 1) / plan.block_threads * plan.block_threads;
     tile = std::min(tile, whole);
-    // Fit the staging memory: fewer stages first (never below 2), then smaller tiles.
+    // Fit the staging memory: fewer stages first (never below 2), then smaller tiles. A tile is
+    // staged with its halo on both sides. (The CPU tiles in place as it would stage, so both ways
+    // of reading see the same tiles.)
+    std::size_t const halo2 = 2 * request.halo_records;
     while (!plain && request.stages == 0 && plan.stages > 2 &&
-           plan.stages * tile * request.record_bytes > smem_limit) {
+           plan.stages * (tile + halo2) * request.record_bytes > smem_limit) {
       --plan.stages;
     }
-    while (tile > 1 && (plain ? 1 : plan.stages) * tile * request.record_bytes > smem_limit) {
+    while (tile > 1 && (plain ? 1 : plan.stages) * (tile + halo2) * request.record_bytes > smem_limit) {
       tile = std::max<std::size_t>(1, tile / 2);
     }
     if (plain) {
@@ -122,14 +148,17 @@ pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const&
   }
 
   std::size_t const tile_bytes = plan.tile_records * request.record_bytes;
-  TAPEFLOW_EXPECTS(plan.tile_records <= static_cast<std::size_t>(-1) / request.record_bytes / max_pipeline_stages,
+  TAPEFLOW_EXPECTS(plan.tile_records <= static_cast<std::size_t>(-1) / request.record_bytes / max_pipeline_stages / 2,
                    "a tile of " + std::to_string(plan.tile_records) + " records overflows");
-  plan.smem_bytes = static_cast<std::size_t>(plain ? 1 : plan.stages) * tile_bytes;
-  TAPEFLOW_EXPECTS(plan.smem_bytes <= per_block,
-                   std::to_string(plain ? 1 : plan.stages) + " staged tiles of " + std::to_string(plan.tile_records) + " records x " +
-                     std::to_string(request.record_bytes) + " B = " + std::to_string(plan.smem_bytes) +
-                     " bytes of staging; " + limits.name + " leaves " + std::to_string(per_block) +
-                     " bytes per block for staging");
+  std::size_t const window_bytes = plan.window_records() * request.record_bytes;
+  if (gpu || cpu_ring) {
+    plan.smem_bytes = static_cast<std::size_t>(plain ? 1 : plan.stages) * window_bytes;
+    TAPEFLOW_EXPECTS(plan.smem_bytes <= per_block,
+                     std::to_string(plain ? 1 : plan.stages) + " staged tiles of " +
+                       std::to_string(plan.window_records()) + " records x " + std::to_string(request.record_bytes) +
+                       " B = " + std::to_string(plan.smem_bytes) + " bytes of staging; " + limits.name + " leaves " +
+                       std::to_string(per_block) + " bytes per block for staging");
+  }
   TAPEFLOW_EXPECTS(!plain || tile_bytes <= tile_limit_plain,
                    "a tile of " + std::to_string(tile_bytes) + " bytes exceeds the " +
                      std::to_string(tile_limit_plain) + " bytes register double-buffering holds per block");
@@ -142,8 +171,10 @@ pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const&
     int const resident = std::max(1, std::min(by_threads, by_smem));
     std::size_t const grid = static_cast<std::size_t>(limits.multiprocessors) * static_cast<std::size_t>(resident);
     plan.grid_blocks = static_cast<int>(std::min(plan.tiles, grid));
+  } else if (cpu_ring) {
+    plan.grid_blocks = 1;  // one consumer: the calling thread
   } else {
-    plan.grid_blocks = 1;
+    plan.grid_blocks = static_cast<int>(std::min<std::size_t>(plan.tiles, static_cast<std::size_t>(limits.multiprocessors)));
   }
   return plan;
 }

@@ -54,8 +54,11 @@ chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, s
   tier_request tiers;
   tiers.policy = options.policy;
   tiers.state_bytes = state_bytes;
-  // Nothing runs on less than one tile times the pipeline depth (or one layer, if smaller).
-  tiers.min_device_bytes = std::min(stats.plan.smem_bytes, stats.layer_bytes);
+  // Nothing runs on less than the staging a layer's reverse needs: its staged tiles (one tile
+  // and its halo, read in place on the CPU), or the layer if smaller.
+  std::size_t const staging =
+    stats.plan.smem_bytes != 0 ? stats.plan.smem_bytes : stats.plan.window_records() * stats.plan.record_bytes;
+  tiers.min_device_bytes = std::min(staging, stats.layer_bytes);
   tiers.budgets = {options.budget_bytes, options.host_budget_bytes};
   bool const fits_as_stored = options.budget_bytes == 0 || stats.tape_bytes <= options.budget_bytes;
   // Costs shape every plan but the device tier's: measure the bandwidths only when they matter.

@@ -237,8 +237,8 @@ tier_plan plan_tiers(tier_request const& r)
   if (budget != 0 && budget < r.min_device_bytes) {
     TAPEFLOW_FAIL_BYTES(budget_error,
                         "the device budget of " + std::to_string(budget) +
-                          " bytes is smaller than one tile times the pipeline depth (" +
-                          std::to_string(r.min_device_bytes) + " bytes)",
+                          " bytes is smaller than the least a layer's reverse runs in (" +
+                          std::to_string(r.min_device_bytes) + " bytes: its staged tiles, or the layer if smaller)",
                         r.min_device_bytes);
   }
   bool const chain = s.uniform && r.state_bytes > 0;

@@ -3,6 +3,7 @@
 #include "reference.hpp"
 
 #include <allen_cahn/allen_cahn.hpp>
+#include <tapeflow/cpu/thread_pool.hpp>
 #include <tapeflow/error.hpp>
 
 #include <gtest/gtest.h>
@@ -102,15 +103,25 @@ TEST(AllenCahnCpuReference, EveryTilingGivesTheSameBits)
   std::vector<float> const u0 = testing::random_state<float>(n * n, testing::fresh_seed());
   ac::gradient_result<float> const base = ac::gradient(ac::problem{n, steps}, u0, cpu_options());
   for (auto [tile, stages] : {std::pair<std::size_t, int>{1, 2}, {7, 3}, {64, 8}, {1000, 2}}) {
-    ac::options o = cpu_options();
-    o.pipeline.tile_records = tile;
-    o.pipeline.stages = stages;
-    ac::gradient_result<float> const r = ac::gradient(ac::problem{n, steps}, u0, o);
-    EXPECT_EQ(r.chain.plan.tile_records, tile);
-    EXPECT_EQ(r.chain.plan.stages, stages);
-    EXPECT_EQ(r.staging.tiles, steps * r.chain.plan.tiles);
-    EXPECT_EQ(std::memcmp(r.gradient.data(), base.gradient.data(), base.gradient.size() * sizeof(float)), 0)
-      << "tiles of " << tile << ", " << stages << " stages";
+    for (cpu_staging staging : {cpu_staging::in_place, cpu_staging::ring}) {
+      for (std::size_t threads : {1u, 3u}) {
+        cpu::set_threads(threads);
+        ac::options o = cpu_options();
+        o.pipeline.tile_records = tile;
+        o.pipeline.stages = stages;
+        o.pipeline.staging = staging;
+        ac::gradient_result<float> const r = ac::gradient(ac::problem{n, steps}, u0, o);
+        cpu::set_threads(0);
+        EXPECT_EQ(r.chain.plan.tile_records, tile);
+        EXPECT_EQ(r.chain.plan.stages, stages);
+        EXPECT_EQ(r.chain.plan.staging, staging);
+        EXPECT_EQ(r.staging.tiles, steps * r.chain.plan.tiles);
+        EXPECT_EQ(r.staging.staged_tiles, staging == cpu_staging::ring ? steps * r.chain.plan.tiles : 0u);
+        EXPECT_EQ(std::memcmp(r.gradient.data(), base.gradient.data(), base.gradient.size() * sizeof(float)), 0)
+          << "tiles of " << tile << ", " << stages << " stages, " << to_string(staging) << ", " << threads
+          << " threads";
+      }
+    }
   }
 }
 

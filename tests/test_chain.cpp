@@ -91,13 +91,18 @@ TEST(Chain, BadConfigurationsAreTypedErrors)
   stages.pipeline.stages = 1;
   EXPECT_THROW(chain<toy_step>(toy_step{4}, 3, stages), logic_error);
   EXPECT_THROW(chain<toy_step>(toy_step{4}, static_cast<std::size_t>(-1) / 8, chain_options{}), logic_error);
-  // Below one tile times the pipeline depth nothing can run, whatever the policy.
+  // Below one tile times the pipeline depth (staged), or one tile (read in place), nothing can
+  // run, whatever the policy.
   for (tape_policy p : {tape_policy::automatic, tape_policy::store, tape_policy::offload, tape_policy::recompute}) {
     chain_options tiny;
     tiny.policy = p;
     tiny.pipeline.tile_records = 2;
     tiny.pipeline.stages = 4;
+    tiny.pipeline.staging = cpu_staging::ring;
     tiny.budget_bytes = 4 * 2 * sizeof(toy_step::record_type) - 1;
+    EXPECT_THROW(chain<toy_step>(toy_step{40}, 3, tiny), budget_error) << to_string(p);
+    tiny.pipeline.staging = cpu_staging::in_place;
+    tiny.budget_bytes = 2 * sizeof(toy_step::record_type) - 1;
     EXPECT_THROW(chain<toy_step>(toy_step{40}, 3, tiny), budget_error) << to_string(p);
   }
 }

@@ -47,7 +47,11 @@ TEST(EnzymeSlots, SizesRoundToWholeChunksAndTilesHoldWholeSlots)
   }
   EXPECT_THROW(static_cast<void>(enzyme::slot_pipeline(cpu, 0, 10)), logic_error);
   EXPECT_THROW(static_cast<void>(enzyme::slot_pipeline(cpu, 16, 0)), logic_error);
-  EXPECT_THROW(static_cast<void>(enzyme::slot_pipeline(cpu, std::size_t{1} << 30, 10)), logic_error);  // > staging
+  // A slot larger than the staging ring's slots: refused where tiles are staged, fine in place.
+  pipeline_request ring;
+  ring.staging = cpu_staging::ring;
+  EXPECT_THROW(static_cast<void>(enzyme::slot_pipeline(cpu, std::size_t{1} << 30, 10, ring)), logic_error);
+  EXPECT_NO_THROW(static_cast<void>(enzyme::slot_pipeline(cpu, std::size_t{1} << 30, 10)));
 }
 
 class EnzymeExample : public ::testing::TestWithParam<backend> {};

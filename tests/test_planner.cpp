@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <tapeflow/backend.hpp>
+#include <tapeflow/cpu/thread_pool.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/plan.hpp>
 
@@ -88,7 +89,11 @@ void expect_consistent(pipeline_plan const& p, device_limits const& d)
   EXPECT_GE(p.tile_records, 1u);
   EXPECT_EQ(p.tiles, (p.records + p.tile_records - 1) / p.tile_records);
   EXPECT_LE(p.smem_bytes, d.shared_mem_per_block - (d.kind == backend::cpu ? 0 : pipeline_static_smem_bytes));
-  EXPECT_EQ(p.smem_bytes, (p.async_copy || d.kind == backend::cpu ? p.stages : 1) * p.tile_bytes());
+  if (d.kind == backend::cpu && p.staging == cpu_staging::in_place) {
+    EXPECT_EQ(p.smem_bytes, 0u);  // nothing staged
+  } else {
+    EXPECT_EQ(p.smem_bytes, (p.async_copy || d.kind == backend::cpu ? p.stages : 1) * p.window_records() * p.record_bytes);
+  }
   EXPECT_GE(p.grid_blocks, 1);
   EXPECT_LE(static_cast<std::size_t>(p.grid_blocks), p.tiles);
 }
@@ -177,18 +182,50 @@ TEST(Planner, PlainPipelineHasTwoStagesAndRegisterSizedTiles)
   EXPECT_FALSE(plan_pipeline(hopper(), forced).async_copy);
 }
 
-TEST(Planner, CpuPlanUsesTheStagingRing)
+TEST(Planner, CpuPlanReadsInPlaceOrThroughTheRing)
 {
   device_limits const d = query_device_limits(backend::cpu);
   EXPECT_EQ(d.kind, backend::cpu);
-  EXPECT_GE(d.multiprocessors, 1);
+  EXPECT_EQ(static_cast<std::size_t>(d.multiprocessors), cpu::threads());
   pipeline_plan const p = plan_pipeline(d, {16, 100000});
   expect_consistent(p, d);
+  EXPECT_EQ(p.staging, cpu_staging::in_place);
   EXPECT_EQ(p.block_threads, 1);
-  EXPECT_EQ(p.grid_blocks, 1);
   EXPECT_EQ(p.tile_bytes(), 64u * 1024);
-  EXPECT_EQ(p.stages, 4);
+  // In place every CPU thread takes tiles (as many as there are tiles at most).
+  EXPECT_EQ(static_cast<std::size_t>(p.grid_blocks), std::min<std::size_t>(p.tiles, cpu::threads()));
+  EXPECT_NE(p.describe().find("read in place by"), std::string::npos) << p.describe();
+  EXPECT_EQ(p.describe().find("stages"), std::string::npos) << p.describe();
   EXPECT_THROW(static_cast<void>(plan_pipeline(d, {16, 100, 0, 0, 32})), logic_error);
+
+  pipeline_request ring{16, 100000};
+  ring.staging = cpu_staging::ring;
+  pipeline_plan const r = plan_pipeline(d, ring);
+  expect_consistent(r, d);
+  EXPECT_EQ(r.grid_blocks, 1);  // one consumer: the calling thread
+  EXPECT_EQ(r.stages, 4);
+  EXPECT_EQ(r.tile_records, p.tile_records);  // the same tiles either way
+  EXPECT_EQ(r.smem_bytes, 4u * 64 * 1024);
+  EXPECT_NE(r.describe().find("staging ring with a persistent worker"), std::string::npos) << r.describe();
+}
+
+TEST(Planner, HalosWidenTheStagedWindowOnTheCpuAndAreRefusedOnGpus)
+{
+  device_limits const d = query_device_limits(backend::cpu);
+  pipeline_request ring{16, 100000};
+  ring.staging = cpu_staging::ring;
+  ring.halo_records = 100;
+  pipeline_plan const r = plan_pipeline(d, ring);
+  expect_consistent(r, d);
+  EXPECT_EQ(r.halo_records, 100u);
+  EXPECT_EQ(r.window_records(), r.tile_records + 200);
+  EXPECT_LE(r.smem_bytes, d.shared_mem_per_block);
+  EXPECT_NE(r.describe().find("halo of 100 records"), std::string::npos) << r.describe();
+  ring.halo_records = 100001;
+  EXPECT_THROW(static_cast<void>(plan_pipeline(d, ring)), logic_error);  // larger than the layer
+  pipeline_request gpu{16, 100000};
+  gpu.halo_records = 1;
+  EXPECT_THROW(static_cast<void>(plan_pipeline(hopper(), gpu)), logic_error);
 }
 
 TEST(Planner, TileLayoutCoversEveryRecordOnce)

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // A toy chain step for tests: x' = x + x^2 / 2 elementwise, two values per record, reverse
-// through the CPU staging ring. Its gradient is known in closed form.
+// through cpu::reverse_tiles (in place, or the staging ring when the plan asks for it). Its
+// gradient is known in closed form.
 #pragma once
 
 #include <tapeflow/chain.hpp>
-#include <tapeflow/cpu/tile_ring.hpp>
+#include <tapeflow/cpu/reverse.hpp>
 
 #include <memory>
 
@@ -42,8 +43,7 @@ struct toy_step {
                double* g_in, stream_view) const
   {
     ++*reverse_calls;
-    cpu::tile_ring<record_type> ring(plan);
-    ring.reverse(tape, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
+    cpu::reverse_tiles(tape, plan, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
       for (std::size_t i = 0; i < count; ++i) {
         for (std::size_t c = 0; c < 2 && 2 * (first + i) + c < size; ++c) {
           std::size_t const k = 2 * (first + i) + c;

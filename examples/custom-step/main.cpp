@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The guide's complete example (docs/guide.md): a user-defined differentiated step run as a chain
 // on the CPU backend, under two policies. CTest runs it (example_custom_step).
-#include <tapeflow/chain.hpp>
-#include <tapeflow/cpu/tile_ring.hpp>
+#include <tapeflow/tapeflow.hpp>  // the whole host API
 
 #include <cmath>
 #include <cstdio>
@@ -42,13 +41,13 @@ struct sine_step {
     }
   }
 
-  // The reverse: tiles of records arrive staged (here through the CPU backend's ring; a GPU step
-  // would launch a kernel that uses tapeflow::device::tile_pipeline).
+  // The reverse: tiles of records arrive one by one, last first (on the CPU backend through
+  // cpu::reverse_tiles, several at once on the CPU's threads; a GPU step would launch a kernel that
+  // uses tapeflow::device::tile_pipeline).
   void reverse(std::size_t, tapeflow::tape_reader<record> tape, tapeflow::pipeline_plan const& plan,
                float const* g_out, float* g_in, tapeflow::stream_view) const
   {
-    tapeflow::cpu::tile_ring<record> ring(plan);
-    ring.reverse(tape, [&](std::size_t, record const* staged, std::size_t first, std::size_t count) {
+    tapeflow::cpu::reverse_tiles(tape, plan, [&](std::size_t, record const* staged, std::size_t first, std::size_t count) {
       for (std::size_t k = 0; k < count; ++k) {
         for (std::size_t c = 0; c < 4 && 4 * (first + k) + c < n; ++c) {
           std::size_t const i = 4 * (first + k) + c;

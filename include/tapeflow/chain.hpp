@@ -19,6 +19,7 @@
 #include <tapeflow/program.hpp>
 #include <tapeflow/record.hpp>
 #include <tapeflow/revolve.hpp>
+#include <tapeflow/step.hpp>
 #include <tapeflow/stream.hpp>
 #include <tapeflow/tape.hpp>
 #include <tapeflow/tiers.hpp>
@@ -100,19 +101,13 @@ chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, s
 
 /// A chain of `steps` applications of one differentiated step.
 ///
-/// A Step provides:
-///   using value_type  = ...;   // element of the state
-///   using record_type = ...;   // tape record (tapeflow::is_record_v)
-///   std::size_t state_size() const;          // values in the state
-///   std::size_t records_per_step() const;    // records one step writes
-///   void forward(std::size_t step, value_type const* in, value_type* out, stream_view s) const;
-///   void augmented_forward(std::size_t step, value_type const* in, value_type* out,
-///                          tape_writer<record_type> tape, stream_view s) const;
-///   void reverse(std::size_t step, tape_reader<record_type> tape, pipeline_plan const& plan,
-///                value_type const* adjoint_out, value_type* adjoint_in, stream_view s) const;
-/// Pointers are in the chain's backend memory; calls are stream-ordered on `s`. On the CPU backend
-/// steps run on the calling thread, and the chain orders them on the default stream.
-template <class Step>
+/// The Step contract is in tapeflow/step.hpp, checked when the chain is instantiated: a Step that
+/// breaks it gets one message per member at fault. Pointers are in the chain's backend memory;
+/// calls are stream-ordered on `s`. On the CPU backend steps run on the calling thread (and may
+/// spread their loops over tapeflow::cpu::parallel_for), ordered on the default stream. A Step
+/// that declares `halo_records()` gets tiles with that many records on each side
+/// (tapeflow/halo.hpp, cpu::reverse_windows).
+template <class Step, bool = is_step_v<Step>>
 class chain {
  public:
   using value_type = typename Step::value_type;
@@ -123,6 +118,7 @@ class chain {
       tape_(options_.kind, tape_options{options_.budget_bytes})
   {
     require_record<record_type>();
+    options_.pipeline.halo_records = std::max(options_.pipeline.halo_records, halo_records_of(step_));
     TAPEFLOW_EXPECTS(step_.state_size() > 0, "a chain's state must hold at least one value");
     stats_ = plan_chain(sizeof(record_type), step_.records_per_step(), steps_, state_bytes(), options_);
     TAPEFLOW_EXPECTS(!options_.capture_reverse || stats_.policy == tape_policy::store,
@@ -512,6 +508,32 @@ class chain {
   // timing marks (measure_time)
   std::vector<std::unique_ptr<event>> marks_;
   std::vector<std::pair<event*, event*>> recompute_events_;
+};
+
+/// A chain of a Step that breaks the contract: the static_asserts of detail::report_step_contract
+/// say what is wrong, and nothing else is compiled (no errors from inside the chain follow them).
+template <class Step>
+class chain<Step, false> : detail::report_step_contract<Step> {
+ public:
+  template <class... Args>
+  explicit chain(Args&&...) noexcept
+  {
+  }
+  template <class... Args>
+  void forward(Args&&...) noexcept
+  {
+  }
+  template <class... Args>
+  void reverse(Args&&...) noexcept
+  {
+  }
+  [[nodiscard]] pipeline_plan const& plan() const noexcept { return stats_.plan; }
+  [[nodiscard]] chain_stats const& stats() const noexcept { return stats_; }
+  [[nodiscard]] std::size_t steps() const noexcept { return 0; }
+  [[nodiscard]] std::size_t state_bytes() const noexcept { return 0; }
+
+ private:
+  chain_stats stats_{};
 };
 
 }  // namespace tapeflow

@@ -90,4 +90,15 @@ void reset_device_memory_peak(backend kind) noexcept;
 [[nodiscard]] memory_usage host_memory_usage(backend kind) noexcept;
 void reset_host_memory_peak(backend kind) noexcept;
 
+namespace cpu {
+/// Bytes the CPU backend keeps from freed buffers of 64 KiB or more, for reuse by later ones of
+/// the same size: its counterpart of CUDA's stream-ordered pool, so that a gradient's layers are
+/// not fresh pages every time. Not counted by device_memory_usage (tapeflow holds no buffer in
+/// them). At most TAPEFLOW_CPU_POOL_BYTES (environment; default an eighth of physical memory);
+/// nothing is kept under AddressSanitizer.
+[[nodiscard]] std::size_t cached_memory() noexcept;
+/// Gives the cached bytes back to the system; returns how many.
+std::size_t release_cached_memory() noexcept;
+}  // namespace cpu
+
 }  // namespace tapeflow

@@ -21,6 +21,22 @@ inline constexpr int max_register_chunks = 8;
 /// dynamic staging plus the static part stays within the block's limit.
 inline constexpr std::size_t pipeline_static_smem_bytes = 1024;
 
+/// How the CPU backend hands a reverse its tiles (cpu::reverse_tiles). GPU backends always stage.
+enum class cpu_staging {
+  /// Each tile is read where it lies, and the tiles of a layer are spread over the CPU's threads
+  /// (cpu::threads()). The default: on a CPU a copy into a ring buys nothing the caches and the
+  /// hardware prefetchers do not already do.
+  in_place,
+  /// Tiles are copied into a ring of `stages` slots by a persistent staging thread and consumed
+  /// in order on the calling thread: the GPU pipeline's flow control, run on a CPU.
+  ring,
+};
+
+[[nodiscard]] constexpr char const* to_string(cpu_staging s) noexcept
+{
+  return s == cpu_staging::in_place ? "in-place" : "ring";
+}
+
 /// What a caller asks of the planner. Zero means "choose for me".
 struct pipeline_request {
   std::size_t record_bytes{0};   ///< sizeof(record); a positive multiple of 16
@@ -33,6 +49,12 @@ struct pipeline_request {
   /// it; elsewhere the plan keeps cp.async (a preference, so portable code may always ask). The
   /// binary must hold sm_90 code for the reverse kernel: an sm_80-only build traps there.
   bool bulk_copy{false};
+  /// CPU backend: in place (default) or through the staging ring.
+  cpu_staging staging{cpu_staging::in_place};
+  /// Records a reverse reads on each side of its tile besides the tile's own (a stencil's
+  /// neighbours; periodic: the layer wraps around). CPU backend only for now: the device
+  /// pipelines do not stage halos yet, and a GPU plan with a halo is a logic_error.
+  std::size_t halo_records{0};
 };
 
 /// What the planner decided: how a layer is tiled and how its reverse kernel is launched.
@@ -48,9 +70,13 @@ struct pipeline_plan {
   std::size_t smem_bytes{0};    ///< stages * tile bytes
   bool async_copy{false};       ///< cp.async pipeline (else register double-buffering)
   bool bulk_copy{false};        ///< async tiles staged by the bulk-copy engine (sm_90)
+  cpu_staging staging{cpu_staging::in_place};  ///< CPU backend: how tiles reach the reverse
+  std::size_t halo_records{0};  ///< records readable on each side of a tile (a stencil's halo)
 
   [[nodiscard]] tile_layout layout() const noexcept { return {records, tile_records}; }
   [[nodiscard]] std::size_t tile_bytes() const noexcept { return tile_records * record_bytes; }
+  /// Records one staged tile occupies with its halo on both sides.
+  [[nodiscard]] std::size_t window_records() const noexcept { return tile_records + 2 * halo_records; }
   /// One line a person can read: "tiles of 2048 records (32 KiB) x 3 stages, grid 264 x 256".
   [[nodiscard]] std::string describe() const;
 };

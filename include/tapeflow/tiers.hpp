@@ -54,7 +54,8 @@ struct tier_request {
   /// Bytes of one checkpointed state (the recompute tier's snapshots); 0 for tapes that are not
   /// chains (recompute then evicts greedily).
   std::size_t state_bytes{0};
-  /// The least device memory anything runs in: one tile times the pipeline depth.
+  /// The least device memory anything runs in: a layer's staged tiles (one tile and its halo when
+  /// read in place on the CPU), or the layer if smaller.
   std::size_t min_device_bytes{0};
   tier_budgets budgets{};
   bandwidths bw{};

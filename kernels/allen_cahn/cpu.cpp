@@ -1,17 +1,56 @@
 // SPDX-License-Identifier: Apache-2.0
-// Allen–Cahn on the CPU reference backend: the same plan, layers and tiles as the GPU, the reverse
-// fed by the worker-thread staging ring.
+// Allen–Cahn on the CPU reference backend: the same plan, layers and tiles as the GPU. Every step
+// runs on the CPU backend's threads (cpu::parallel_for over rows; the reverse over tiles through
+// cpu::reverse_tiles) and walks the grid row by row, so the periodic wrap is decided once per row
+// and the interior columns form a loop the compiler vectorises. The per-cell math is math.hpp's,
+// the same the GPU kernels run.
 #include "backends.hpp"
 #include "driver.hpp"
 #include "math.hpp"
 
-#include <tapeflow/cpu/tile_ring.hpp>
+#include <tapeflow/cpu/reverse.hpp>
+#include <tapeflow/cpu/thread_pool.hpp>
 
+#include <algorithm>
 #include <memory>
 
 namespace tapeflow::workloads::allen_cahn::detail {
 namespace {
 
+// A record holds cells_per_record<T> consecutive cells and nothing else, so a run of records,
+// seen as an array of T, is indexed by cell like the state (as the GPU kernels index it).
+static_assert(sizeof(record<float>) == cells_per_record<float> * sizeof(float) &&
+                sizeof(record<double>) == cells_per_record<double> * sizeof(double),
+              "a record is its cells' values and nothing else: the tape is indexed by cell");
+
+/// Calls at(j, left, right) for the columns j in [j0, j1) of a row of n periodic columns, where
+/// left and right are the columns of j's neighbours: the two edge columns apart, the interior as
+/// one loop with left = j - 1 and right = j + 1.
+template <class At>
+inline void for_columns(std::size_t j0, std::size_t j1, std::size_t n, At&& at)
+{
+  std::size_t j = j0;
+  if (j == 0 && j < j1) {
+    at(std::size_t{0}, n - 1, n > 1 ? std::size_t{1} : std::size_t{0});
+    j = 1;
+  }
+  std::size_t const interior_end = std::min(j1, n - 1);
+  for (; j < interior_end; ++j) { at(j, j - 1, j + 1); }
+  if (j < j1) { at(j, j - 1, std::size_t{0}); }  // j == n - 1
+}
+
+/// Calls row(i, j0, j1) for the row segments that cover cells [begin, end) of the n x n grid.
+template <class Row>
+inline void for_rows(std::size_t begin, std::size_t end, std::size_t n, Row&& row)
+{
+  std::size_t i = begin / n;
+  std::size_t j0 = begin - i * n;
+  for (std::size_t cell = begin; cell < end; ++i, j0 = 0) {
+    std::size_t const j1 = std::min(n, j0 + (end - cell));
+    row(i, j0, j1);
+    cell += j1 - j0;
+  }
+}
 
 template <class T>
 struct cpu_step {
@@ -20,29 +59,76 @@ struct cpu_step {
 
   std::size_t n;
   coefficients<T> k;
-  std::shared_ptr<cpu::lazy_tile_ring<record_type>> stage;
+  std::shared_ptr<cpu::ring_stats> staging;
   tape_content content{tape_content::values};
 
   [[nodiscard]] std::size_t state_size() const noexcept { return n * n; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return records_for<T>(n * n); }
 
+  /// u' for the rows [r0, r1), and (when `taped` is given) what the tape holds for each cell.
+  void advance_rows(std::size_t r0, std::size_t r1, T const* in, T* out, T* taped) const
+  {
+    for (std::size_t i = r0; i < r1; ++i) {
+      T const* const u = in + i * n;
+      T const* const up = in + wrap_prev(i, n) * n;
+      T const* const down = in + wrap_next(i, n) * n;
+      T* const o = out + i * n;
+      coefficients<T> const kk = k;
+      for_columns(0, n, n, [&](std::size_t j, std::size_t l, std::size_t r) {
+        o[j] = step_cell(u[j], up[j], down[j], u[l], u[r], kk);
+      });
+      if (taped == nullptr) { continue; }
+      T* const t = taped + i * n;
+      if (content == tape_content::values) {
+        std::copy(u, u + n, t);
+      } else {
+        for (std::size_t j = 0; j < n; ++j) { t[j] = taped_value(u[j], kk, tape_content::partials); }
+      }
+    }
+  }
+
   void forward(std::size_t, T const* in, T* out, stream_view) const
   {
-    for (std::size_t cell = 0; cell < n * n; ++cell) { out[cell] = step_at(in, n, cell, k); }
+    cpu::parallel_for(n, cpu::grain_for(n), [&](std::size_t r0, std::size_t r1) { advance_rows(r0, r1, in, out, nullptr); });
   }
 
   void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
   {
-    for (std::size_t r = 0; r < tape.size(); ++r) { tape.write(r, forward_region(in, out, n, r, k, content)); }
+    T* const taped = reinterpret_cast<T*>(tape.data());
+    cpu::parallel_for(n, cpu::grain_for(n), [&](std::size_t r0, std::size_t r1) { advance_rows(r0, r1, in, out, taped); });
+    // The last record's padding past the grid.
+    std::fill(taped + n * n, taped + tape.size() * cells_per_record<T>, T(0));
   }
 
   void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
                stream_view) const
   {
-    stage->for_plan(plan).reverse(
-      tape, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
-        for (std::size_t i = 0; i < count; ++i) { reverse_region(staged[i], g_out, g_in, n, first + i, k, content); }
-      });
+    std::size_t const cells = n * n;
+    coefficients<T> const kk = k;
+    cpu::reverse_tiles(
+      tape, plan,
+      [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
+        T const* const taped = reinterpret_cast<T const*>(staged);
+        std::size_t const begin = first * cells_per_record<T>;
+        std::size_t const end = std::min(cells, (first + count) * cells_per_record<T>);
+        for_rows(begin, end, n, [&](std::size_t i, std::size_t j0, std::size_t j1) {
+          T const* const g = g_out + i * n;
+          T const* const up = g_out + wrap_prev(i, n) * n;
+          T const* const down = g_out + wrap_next(i, n) * n;
+          T* const o = g_in + i * n;
+          std::size_t const at = i * n - begin;  // taped[at + j] is cell (i, j); j >= j0 keeps it in the tile
+          if (content == tape_content::values) {
+            for_columns(j0, j1, n, [&](std::size_t j, std::size_t l, std::size_t r) {
+              o[j] = adjoint_cell(taped[at + j], g[j], up[j], down[j], g[l], g[r], kk);
+            });
+          } else {
+            for_columns(j0, j1, n, [&](std::size_t j, std::size_t l, std::size_t r) {
+              o[j] = adjoint_cell_from_partial(taped[at + j], g[j], up[j], down[j], g[l], g[r], kk);
+            });
+          }
+        });
+      },
+      staging.get());
   }
 };
 
@@ -51,11 +137,15 @@ struct cpu_step {
 template <class T>
 gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& u0, options const& o)
 {
-  auto stage = std::make_shared<cpu::lazy_tile_ring<record<T>>>();
-  cpu_step<T> step{p.n, coefficients_of<T>(p), stage, o.content};
+  auto staging = std::make_shared<cpu::ring_stats>();
+  cpu_step<T> step{p.n, coefficients_of<T>(p), staging, o.content};
   gradient_result<T> result = run_gradient<T>(
-    std::move(step), [](device_buffer const& state, stream_view) { return half_sum_of_squares(state.data_as<T>(), state.size() / sizeof(T)); }, p, u0, o);
-  result.staging = stage->stats();
+    std::move(step),
+    [](device_buffer const& state, stream_view) {
+      return half_sum_of_squares(state.data_as<T>(), state.size() / sizeof(T));
+    },
+    p, u0, o);
+  result.staging = *staging;
   return result;
 }
 
@@ -69,7 +159,7 @@ std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options co
 template <class T>
 bench_result benchmark_cpu(problem const& p, std::vector<T> const& u0, options const& o, int warmup, int repeats)
 {
-  cpu_step<T> const step{p.n, coefficients_of<T>(p), std::make_shared<cpu::lazy_tile_ring<record<T>>>(), o.content};
+  cpu_step<T> const step{p.n, coefficients_of<T>(p), std::make_shared<cpu::ring_stats>(), o.content};
   return run_benchmark<T>(step, p, u0, o, warmup, repeats);
 }
 

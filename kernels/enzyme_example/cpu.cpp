@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Enzyme example on the CPU reference backend: slots written per element, staged back whole
-// through the worker-thread ring.
+// The Enzyme example on the CPU reference backend: slots written per element, read back whole by
+// cpu::reverse_tiles (tiles hold whole slots).
 #include "steps.hpp"
 
-#include <tapeflow/cpu/tile_ring.hpp>
+#include <tapeflow/cpu/reverse.hpp>
 
 #include <memory>
 
@@ -28,8 +28,7 @@ struct cpu_step : step_shape {
                double* g_in, stream_view) const
   {
     std::size_t const per_slot = slot_chunks();
-    cpu::tile_ring<record_type> ring(plan);
-    ring.reverse(tape, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
+    cpu::reverse_tiles(tape, plan, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
       for (std::size_t s = 0; s < count / per_slot; ++s) {
         std::size_t const i = first / per_slot + s;
         g_in[i] = enzyme_example::reverse(g_out[i], p, staged + s * per_slot);

@@ -129,7 +129,11 @@ gradient_result run_gradient(problem const& p, inputs const& in, options const& 
   layout const l = make_layout(p, o);
   Engine e(p, in, l, o.stream);
   tape t(o.kind);
-  gradient_pass(e, t, l, o.poison, o.stream, [] {});
+  auto report = [&](chain_phase phase) {
+    if (o.progress) { o.progress(phase, 1, 1); }
+  };
+  gradient_pass(e, t, l, o.poison, o.stream, [&] { report(chain_phase::forward); });
+  report(chain_phase::reverse);
   gradient_result r;
   e.read_gradient(r, o.stream);
   r.plan = l.plan;

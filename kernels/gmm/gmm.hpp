@@ -5,12 +5,14 @@
 #pragma once
 
 #include <tapeflow/backend.hpp>
+#include <tapeflow/chain.hpp>
 #include <tapeflow/cpu/tile_ring.hpp>
 #include <tapeflow/plan.hpp>
 #include <tapeflow/stream.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace tapeflow::workloads::gmm {
@@ -40,6 +42,9 @@ struct options {
   stream_view stream{};
   /// Fill the tape with NaN before the forward writes it (tests: every record is written).
   bool poison{false};
+  /// gradient(): called after the forward (forward, 1, 1) and after the reverse (reverse, 1, 1)
+  /// are queued — GMM's tape is one layer.
+  std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
 };
 
 struct gradient_result {

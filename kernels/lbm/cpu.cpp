@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// LBM on the CPU reference backend: the same plan, layers and tiles as the GPU, the reverse fed by
-// the worker-thread staging ring.
+// LBM on the CPU reference backend: the same plan, layers and tiles as the GPU, every loop spread
+// over the CPU backend's threads (cpu::parallel_for; the reverse through cpu::reverse_tiles). A
+// cell pushes to its own set of destinations and gathers from them in the reverse, so cells never
+// write the same value.
 #include "backends.hpp"
 #include "driver.hpp"
 #include "math.hpp"
 
-#include <tapeflow/cpu/tile_ring.hpp>
+#include <tapeflow/cpu/reverse.hpp>
+#include <tapeflow/cpu/thread_pool.hpp>
 
 #include <memory>
 
@@ -21,28 +24,35 @@ struct cpu_step {
   std::size_t nx;
   std::size_t ny;
   T omega;
-  std::shared_ptr<cpu::lazy_tile_ring<record_type>> stage;
+  std::shared_ptr<cpu::ring_stats> staging;
 
   [[nodiscard]] std::size_t state_size() const noexcept { return 9 * nx * ny; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return records_per_layer<T>(nx * ny); }
 
   void forward(std::size_t, T const* in, T* out, stream_view) const
   {
-    for (std::size_t cell = 0; cell < nx * ny; ++cell) { step_cell(in, out, nx, ny, cell, omega); }
+    std::size_t const cells = nx * ny;
+    cpu::parallel_for(cells, cpu::grain_for(cells, 256), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t cell = begin; cell < end; ++cell) { step_cell(in, out, nx, ny, cell, omega); }
+    });
   }
 
   void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
   {
-    for (std::size_t r = 0; r < tape.size(); ++r) { tape.write(r, forward_region(in, out, nx, ny, r, omega)); }
+    cpu::parallel_for(tape.size(), cpu::grain_for(tape.size(), 256), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r) { tape.write(r, forward_region(in, out, nx, ny, r, omega)); }
+    });
   }
 
   void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_next, T* g_f,
                stream_view) const
   {
-    stage->for_plan(plan).reverse(
-      tape, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
+    cpu::reverse_tiles(
+      tape, plan,
+      [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
         for (std::size_t i = 0; i < count; ++i) { reverse_region(staged[i], g_next, g_f, nx, ny, first + i, omega); }
-      });
+      },
+      staging.get());
   }
 };
 
@@ -51,15 +61,15 @@ struct cpu_step {
 template <class T>
 gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& f0, options const& o)
 {
-  auto stage = std::make_shared<cpu::lazy_tile_ring<record<T>>>();
-  cpu_step<T> step{p.nx, p.ny, omega_of<T>(p), stage};
+  auto staging = std::make_shared<cpu::ring_stats>();
+  cpu_step<T> step{p.nx, p.ny, omega_of<T>(p), staging};
   gradient_result<T> result = run_gradient<T>(
     std::move(step),
     [](device_buffer const& state, stream_view) {
       return half_sum_of_squares(state.data_as<T>(), state.size() / sizeof(T));
     },
     p, f0, o);
-  result.staging = stage->stats();
+  result.staging = *staging;
   return result;
 }
 

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The LSTM on the CPU reference backend: the matrix products as plain loops, the cells through the
-// shared math, the reverse's records streamed by the worker-thread staging ring.
+// shared math, every loop spread over the CPU backend's threads by what it writes (a row of a
+// product, a cell, a row of a parameter gradient), so the sums run in one order whatever the
+// thread count; the reverse's records come through cpu::reverse_tiles.
 #include "backends.hpp"
 #include "driver.hpp"
 #include "math.hpp"
 
-#include <tapeflow/cpu/tile_ring.hpp>
+#include <tapeflow/cpu/reverse.hpp>
+#include <tapeflow/cpu/thread_pool.hpp>
 
 #include <memory>
 
@@ -20,7 +23,7 @@ struct cpu_step {
 
   problem p;
   step_buffers<T> buf;
-  std::shared_ptr<cpu::lazy_tile_ring<record_type>> stage;
+  std::shared_ptr<cpu::ring_stats> staging;
 
   [[nodiscard]] std::size_t gates() const noexcept { return 4 * p.hidden; }
   [[nodiscard]] std::size_t state_size() const noexcept { return 2 * p.batch * p.hidden; }
@@ -30,84 +33,99 @@ struct cpu_step {
   void project_inputs(stream_view) const
   {
     std::size_t const G = gates();
-    for (std::size_t tb = 0; tb < p.steps * p.batch; ++tb) {
-      T const* x = buf.x + tb * p.input;
-      for (std::size_t r = 0; r < G; ++r) {
-        T const* w = buf.w + r * p.input;
-        T acc = 0;
-        for (std::size_t i = 0; i < p.input; ++i) { acc += w[i] * x[i]; }
-        buf.wx[tb * G + r] = acc;
+    std::size_t const columns = p.steps * p.batch;
+    cpu::parallel_for(columns, cpu::grain_for(columns), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t tb = begin; tb < end; ++tb) {
+        T const* x = buf.x + tb * p.input;
+        for (std::size_t r = 0; r < G; ++r) {
+          T const* w = buf.w + r * p.input;
+          T acc = 0;
+          for (std::size_t i = 0; i < p.input; ++i) { acc += w[i] * x[i]; }
+          buf.wx[tb * G + r] = acc;
+        }
       }
-    }
+    });
   }
 
   /// z[:, b] = U h[b].
   void recurrent(T const* h) const
   {
     std::size_t const G = gates();
-    for (std::size_t b = 0; b < p.batch; ++b) {
-      for (std::size_t r = 0; r < G; ++r) {
-        T const* u = buf.u + r * p.hidden;
-        T acc = 0;
-        for (std::size_t j = 0; j < p.hidden; ++j) { acc += u[j] * h[b * p.hidden + j]; }
-        buf.z[b * G + r] = acc;
+    cpu::parallel_for(p.batch, cpu::grain_for(p.batch), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t b = begin; b < end; ++b) {
+        for (std::size_t r = 0; r < G; ++r) {
+          T const* u = buf.u + r * p.hidden;
+          T acc = 0;
+          for (std::size_t j = 0; j < p.hidden; ++j) { acc += u[j] * h[b * p.hidden + j]; }
+          buf.z[b * G + r] = acc;
+        }
       }
-    }
+    });
   }
 
   void forward(std::size_t t, T const* in, T* out, stream_view) const
   {
     recurrent(in);
     T const* wx = buf.wx + t * p.batch * gates();
-    for (std::size_t r = 0; r < records_per_step(); ++r) {
-      static_cast<void>(forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r));
-    }
+    cpu::parallel_for(records_per_step(), cpu::grain_for(records_per_step(), 256), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r) {
+        static_cast<void>(forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r));
+      }
+    });
   }
 
   void augmented_forward(std::size_t t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
   {
     recurrent(in);
     T const* wx = buf.wx + t * p.batch * gates();
-    for (std::size_t r = 0; r < tape.size(); ++r) {
-      tape.write(r, forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r));
-    }
+    cpu::parallel_for(tape.size(), cpu::grain_for(tape.size(), 256), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r) {
+        tape.write(r, forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r));
+      }
+    });
   }
 
   void reverse(std::size_t t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
                stream_view) const
   {
-    stage->for_plan(plan).reverse(
-      tape, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
+    cpu::reverse_tiles(
+      tape, plan,
+      [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
         for (std::size_t k = 0; k < count; ++k) {
           reverse_cell(staged[k], g_out, g_in, buf.dz, buf.h_prev, p.hidden, p.batch, first + k);
         }
-      });
+      },
+      staging.get());
     std::size_t const G = gates();
     T const* x = buf.x + t * p.batch * p.input;
-    // dW += δz X_tᵀ, dU += δz H_prevᵀ, db += Σ_b δz.
-    for (std::size_t r = 0; r < G; ++r) {
-      for (std::size_t i = 0; i < p.input; ++i) {
+    // dW += δz X_tᵀ, dU += δz H_prevᵀ, db += Σ_b δz: a thread per row r, sums over b in order.
+    cpu::parallel_for(G, cpu::grain_for(G), [&](std::size_t r_begin, std::size_t r_end) {
+      for (std::size_t r = r_begin; r < r_end; ++r) {
+        for (std::size_t i = 0; i < p.input; ++i) {
+          T acc = 0;
+          for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r] * x[b * p.input + i]; }
+          buf.dw[r * p.input + i] += acc;
+        }
+        for (std::size_t j = 0; j < p.hidden; ++j) {
+          T acc = 0;
+          for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r] * buf.h_prev[b * p.hidden + j]; }
+          buf.du[r * p.hidden + j] += acc;
+        }
         T acc = 0;
-        for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r] * x[b * p.input + i]; }
-        buf.dw[r * p.input + i] += acc;
+        for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r]; }
+        buf.db[r] += acc;
       }
-      for (std::size_t j = 0; j < p.hidden; ++j) {
-        T acc = 0;
-        for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r] * buf.h_prev[b * p.hidden + j]; }
-        buf.du[r * p.hidden + j] += acc;
-      }
-      T acc = 0;
-      for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r]; }
-      buf.db[r] += acc;
-    }
+    });
     // dL/dh_prev = Uᵀ δz.
-    for (std::size_t b = 0; b < p.batch; ++b) {
-      for (std::size_t j = 0; j < p.hidden; ++j) {
-        T acc = 0;
-        for (std::size_t r = 0; r < G; ++r) { acc += buf.u[r * p.hidden + j] * buf.dz[b * G + r]; }
-        g_in[b * p.hidden + j] = acc;
+    cpu::parallel_for(p.batch, cpu::grain_for(p.batch), [&](std::size_t b_begin, std::size_t b_end) {
+      for (std::size_t b = b_begin; b < b_end; ++b) {
+        for (std::size_t j = 0; j < p.hidden; ++j) {
+          T acc = 0;
+          for (std::size_t r = 0; r < G; ++r) { acc += buf.u[r * p.hidden + j] * buf.dz[b * G + r]; }
+          g_in[b * p.hidden + j] = acc;
+        }
       }
-    }
+    });
   }
 };
 
@@ -116,10 +134,10 @@ struct cpu_step {
 template <class T>
 gradient_result<T> gradient_cpu(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
 {
-  auto stage = std::make_shared<cpu::lazy_tile_ring<record<T>>>();
+  auto staging = std::make_shared<cpu::ring_stats>();
   gradient_result<T> result = run_gradient<T>(
-    [&](step_buffers<T> buf) { return cpu_step<T>{p, buf, stage}; }, p, params, seq, o);
-  result.staging = stage->stats();
+    [&](step_buffers<T> buf) { return cpu_step<T>{p, buf, staging}; }, p, params, seq, o);
+  result.staging = *staging;
   return result;
 }
 

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // RK4 particles on the CPU reference backend: the same arena layout, chunks and tiers as the GPU;
-// each "launch" is a loop over the particles calling the regions of math.hpp.
+// each "launch" is a loop over the particles calling the regions of math.hpp, spread over the CPU
+// backend's threads (a particle writes only its own state, steps and tape slots).
 #include "backends.hpp"
 #include "driver.hpp"
 #include "math.hpp"
+
+#include <tapeflow/cpu/thread_pool.hpp>
 
 namespace tapeflow::workloads::rk4::detail {
 namespace {
@@ -12,32 +15,41 @@ template <class T>
 struct cpu_kernels {
   std::size_t n;
 
+  /// f(t) for every particle t, on the CPU backend's threads (trip counts differ: small chunks).
+  template <class F>
+  void each(F&& f) const
+  {
+    cpu::parallel_for(n, cpu::grain_for(n, 16, 32), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t t = begin; t < end; ++t) { f(t); }
+    });
+  }
+
   void segment(thread_tape_writer<step_record<T>> w, state<T>* y, T* arc, T const* budget, params<T> const& k,
                stream_view) const
   {
-    for (std::size_t t = 0; t < n; ++t) { segment_region(w, t, y, arc, budget, k); }
+    each([&](std::size_t t) { segment_region(w, t, y, arc, budget, k); });
   }
   void chunk_reverse(thread_tape_reader<step_record<T>> r, state<T>* g, params<T> const& k, stream_view) const
   {
-    for (std::size_t t = 0; t < n; ++t) { chunk_reverse_region(r, t, g, k); }
+    each([&](std::size_t t) { chunk_reverse_region(r, t, g, k); });
   }
   void stack_forward(step_record<T>* tape, state<T>* y, T const* budget, std::uint32_t* steps, params<T> const& k,
                      stream_view) const
   {
-    for (std::size_t t = 0; t < n; ++t) { stack_forward_region(t, tape, y, budget, steps, k); }
+    each([&](std::size_t t) { stack_forward_region(t, tape, y, budget, steps, k); });
   }
   void stack_reverse(step_record<T> const* tape, std::uint32_t const* steps, state<T>* g, params<T> const& k,
                      stream_view) const
   {
-    for (std::size_t t = 0; t < n; ++t) { stack_reverse_region(t, tape, steps, g, k); }
+    each([&](std::size_t t) { stack_reverse_region(t, tape, steps, g, k); });
   }
   void primal(state<T>* y, T const* budget, std::uint32_t* steps, params<T> const& k, stream_view) const
   {
-    for (std::size_t t = 0; t < n; ++t) { steps[t] = primal_region(t, y, budget, k); }
+    each([&](std::size_t t) { steps[t] = primal_region(t, y, budget, k); });
   }
   void budgets(state<T> const* y0, std::uint32_t const* targets, T* out, params<T> const& k, stream_view) const
   {
-    for (std::size_t t = 0; t < n; ++t) { out[t] = budget_region(t, y0, targets, k); }
+    each([&](std::size_t t) { out[t] = budget_region(t, y0, targets, k); });
   }
 };
 

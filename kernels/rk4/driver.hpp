@@ -154,7 +154,9 @@ gradient_result<T> run_gradient(Kernels kernels, problem const& p, std::vector<T
   e.upload(state0, budgets);
   e.reset();
   e.forward();
+  if (o.progress) { o.progress(chain_phase::forward, 1, 1); }
   e.reverse();
+  if (o.progress) { o.progress(chain_phase::reverse, 1, 1); }
   gradient_result<T> r;
   r.loss = loss(e.final_state());
   r.gradient = e.gradient();

@@ -9,11 +9,13 @@
 #include "math.hpp"
 
 #include <tapeflow/backend.hpp>
+#include <tapeflow/chain.hpp>
 #include <tapeflow/stream.hpp>
 #include <tapeflow/thread_tape.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace tapeflow::workloads::rk4 {
@@ -52,6 +54,9 @@ struct options {
   std::size_t prefetch_distance{2};     ///< arena: chunks prefetched ahead of the reverse
   bool poison{false};                   ///< fill every tape buffer with NaN before it is written
   stream_view stream{};
+  /// gradient(): called once the forward (forward, 1, 1) and once the reverse (reverse, 1, 1) are
+  /// queued (a forward's segment count is known only when it ends).
+  std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
 };
 
 template <class T>

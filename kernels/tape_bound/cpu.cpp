@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tape-bound microbenchmark on the CPU reference backend: the same layouts and math; every
-// staged variant reads through the worker-thread staging ring.
+// staged variant reads through the staging ring (its persistent staging thread).
 #include "backends.hpp"
 
 #include <tapeflow/cpu/tile_ring.hpp>
@@ -40,6 +40,7 @@ std::vector<float> gradient_cpu(std::vector<float> const& u, std::vector<float> 
   }
   pipeline.record_bytes = sizeof(record);
   pipeline.records = n;
+  pipeline.staging = cpu_staging::ring;
   pipeline_plan const plan = plan_pipeline(query_device_limits(backend::cpu), pipeline);
   cpu::tile_ring<record> ring(plan);
   ring.reverse(tape_reader<record>{tape.data(), plan.layout()},

@@ -65,9 +65,9 @@ enum thread_tape_status : std::uint32_t {
 
 namespace detail {
 
-/// Sets `*word` to 1 when `raise` (for any thread): one atomic per warp on CUDA (and the emulated
-/// device, whose host-side callers are lone lanes), an atomic on HIP (after a read, so the word is
-/// not hammered), a store on the CPU.
+/// Sets `*word` to 1 when `raise` (for any thread): one atomic per warp on CUDA (and on the
+/// emulated device, whose host-side callers are lone lanes), an atomic on HIP (after a read, so the
+/// word is not hammered), an atomic store on the CPU (the pool's threads).
 TAPEFLOW_HOST_DEVICE inline void raise_flag(std::uint32_t* word, bool raise) noexcept
 {
 #if defined(__CUDA_ARCH__) || defined(TAPEFLOW_EMULATED)
@@ -83,7 +83,8 @@ TAPEFLOW_HOST_DEVICE inline void raise_flag(std::uint32_t* word, bool raise) noe
 #elif defined(__HIP_DEVICE_COMPILE__)
   if (raise && *static_cast<std::uint32_t volatile*>(word) == 0) { atomicOr(word, 1u); }
 #else
-  if (raise) { *word = 1; }
+  // Host: regions may run on several CPU threads at once (the CPU backend's pool).
+  if (raise) { __atomic_store_n(word, 1u, __ATOMIC_RELAXED); }
 #endif
 }
 

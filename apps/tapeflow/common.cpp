@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "common.hpp"
+
+#include <tapeflow/policy.hpp>
+#include <tapeflow/tiers.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#include <unistd.h>
+
+namespace tapeflow::cli {
+
+char const* to_string(command c) noexcept
+{
+  switch (c) {
+    case command::init: return "init";
+    case command::run: return "run";
+    case command::plan: return "plan";
+    case command::bench: return "bench";
+  }
+  return "?";
+}
+
+std::vector<workload const*> const& workloads()
+{
+  static std::vector<workload const*> const all{&allen_cahn_cli(), &lbm_cli(),     &gmm_cli(),
+                                                &lstm_cli(),       &rk4_cli(),     &burgers_cli()};
+  return all;
+}
+
+namespace {
+
+flag_spec const help_flag{"help", "", "show this help", false};
+flag_spec const dtype_flag{"dtype", "f32|f64", "value type of every file and of the computation (default f32)", false};
+flag_spec const dtype_f64_flag{"dtype", "f64", "value type (f64 only: the workload is defined in double)", false};
+flag_spec const backend_flag{"backend", "auto|cpu|cuda|hip",
+                             "where to run (default auto: a GPU when one is present, else cpu)", false};
+
+std::vector<flag_spec> const chain_flags{
+  {"policy", "auto|store|offload|recompute", "where the tape lives (default auto)", false},
+  {"budget", "BYTES", "device bytes the tape may occupy (K, M, G suffixes; default: no limit)", false},
+  {"host-budget", "BYTES", "pinned host bytes the host tier may occupy (default: no limit)", false},
+  {"capture-reverse", "", "keep the tape resident and replay the reverse as one graph (store policy)", false},
+};
+
+std::vector<flag_spec> const pipeline_flags{
+  {"tile-records", "K", "records per tile (default: planned)", false},
+  {"stages", "S", "pipeline stages, 2..8 (default: planned)", false},
+  {"staging", "in-place|ring", "CPU backend: read tiles in place (default) or through the staging ring", false},
+  {"bulk-copy", "", "stage tiles with sm_90 bulk copies (cp.async.bulk) where the device has them", false},
+};
+
+/// Every flag some workload's command shares with the others.
+std::set<std::string> const& common_names()
+{
+  static std::set<std::string> const names{
+    "out",    "input",   "grad-out",   "backend",     "dtype",        "seed",   "json",    "no-progress", "policy",
+    "budget", "host-budget", "capture-reverse", "tile-records", "stages", "staging", "bulk-copy", "warmup",
+    "repeats"};
+  return names;
+}
+
+void append(std::vector<flag_spec>& to, std::vector<flag_spec> const& from) { to.insert(to.end(), from.begin(), from.end()); }
+
+}  // namespace
+
+std::vector<flag_spec> flags_for(workload const& w, command cmd)
+{
+  std::vector<flag_spec> all = cmd == command::init ? w.shape : w.problem;
+  flag_spec const& dtype = w.f64_only ? dtype_f64_flag : dtype_flag;
+  switch (cmd) {
+    case command::init:
+      all.push_back({"out", "IN.bin", "file to write (the input format below)", true});
+      all.push_back(dtype);
+      all.push_back({"seed", "S", "random seed (default 1)", false});
+      break;
+    case command::run:
+      all.push_back({"input", "IN.bin", "the inputs (format below)", true});
+      all.push_back({"grad-out", "G.bin", "where to write the gradient (format below)", true});
+      [[fallthrough]];
+    case command::plan:
+    case command::bench:
+      all.push_back(dtype);
+      all.push_back(backend_flag);
+      if (w.chain) { append(all, chain_flags); }
+      if (w.pipeline) { append(all, pipeline_flags); }
+      append(all, w.options);
+      if (cmd == command::run) {
+        all.push_back({"json", "STATS.json", "write the run's statistics as JSON", false});
+        all.push_back({"no-progress", "", "never draw the progress bar (it is drawn only on a terminal)", false});
+      }
+      if (cmd == command::bench) {
+        all.push_back({"warmup", "W", "untimed runs first (default 2)", false});
+        all.push_back({"repeats", "R", "timed runs; medians are reported (default 10)", false});
+        all.push_back({"seed", "S", "random inputs' seed (default 1)", false});
+        all.push_back({"json", "ROW.json", "write the result as one row of the results format", false});
+      }
+      break;
+  }
+  all.push_back(help_flag);
+  return all;
+}
+
+std::string help_for(workload const& w, command cmd)
+{
+  std::vector<flag_spec> const flags = flags_for(w, cmd);
+  std::string usage = "usage: tapeflow " + std::string{to_string(cmd)} + " " + w.name;
+  for (flag_spec const& f : flags) {
+    if (f.required) { usage += " --" + f.name + " " + f.value; }
+  }
+  usage += " [options]\n\n";
+  switch (cmd) {
+    case command::init: usage += "Writes random inputs of the " + w.name + " workload, in the format `run` reads.\n\n"; break;
+    case command::run: usage += w.model + "\n\n"; break;
+    case command::plan:
+      usage += "Prints how the " + w.name + " tape would be laid out and where it would live, without running it.\n\n";
+      break;
+    case command::bench:
+      usage += "Times the primal and the gradient of the " + w.name +
+               " workload on random inputs: medians of timed runs after a warm-up.\n\n";
+      break;
+  }
+  if (cmd == command::init || cmd == command::run) { usage += "files (raw little-endian, no header):\n" + w.files + "\n\n"; }
+  return usage + "options:\n" + describe_flags(flags);
+}
+
+parsed_args parse_for(workload const& w, command cmd, std::vector<std::string> const& args)
+{
+  std::vector<flag_spec> const specs = flags_for(w, cmd);
+  for (std::string const& arg : args) {
+    if (arg.rfind("--", 0) != 0) { continue; }
+    std::string const name = arg.substr(2, arg.find('=') == std::string::npos ? std::string::npos : arg.find('=') - 2);
+    bool const known = std::any_of(specs.begin(), specs.end(), [&](flag_spec const& s) { return s.name == name; });
+    if (!known && common_names().count(name) != 0) {
+      throw usage_error("option '--" + name + "' does not apply to '" + std::string{to_string(cmd)} + " " + w.name +
+                        "' (see 'tapeflow " + to_string(cmd) + " " + w.name + " --help')");
+    }
+  }
+  return parsed_args(specs, args);
+}
+
+// ---------------------------------------------------------------------------------------------
+std::string dtype_of(parsed_args const& args, workload const& w)
+{
+  std::string const dtype = args.text("dtype", w.f64_only ? "f64" : "f32");
+  if (w.f64_only && dtype != "f64") {
+    throw usage_error("--dtype must be f64 for " + w.name + " (the workload is defined in double), got '" + dtype + "'");
+  }
+  if (dtype != "f32" && dtype != "f64") { throw usage_error("--dtype must be f32 or f64, got '" + dtype + "'"); }
+  return dtype;
+}
+
+std::size_t count_of(parsed_args const& args, std::string const& name, std::size_t lo, std::size_t hi,
+                     std::size_t fallback)
+{
+  std::size_t const value = args.size(name, fallback);
+  if (value < lo || value > hi) {
+    throw usage_error("--" + name + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+                      std::to_string(value));
+  }
+  return value;
+}
+
+double real_of(parsed_args const& args, std::string const& name, double fallback)
+{
+  if (!args.has(name)) { return fallback; }
+  std::string const text = args.text(name);
+  char* end = nullptr;
+  double const value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
+    throw usage_error("option '--" + name + "' needs a finite number, got '" + text + "'");
+  }
+  return value;
+}
+
+std::uint64_t seed_of(parsed_args const& args) { return args.size("seed", 1); }
+
+backend backend_of(parsed_args const& args)
+{
+  std::string const name = args.text("backend", "auto");
+  backend kind = backend::cpu;
+  if (name == "auto") {
+    kind = best_available_backend();
+  } else {
+    try {
+      kind = parse_backend(name);
+    } catch (logic_error const&) {
+      throw usage_error("--backend must be auto, cpu, cuda or hip, got '" + name + "'");
+    }
+  }
+  if (!backend_available(kind)) { TAPEFLOW_FAIL(unavailable_error, backend_unavailable_reason(kind)); }
+  return kind;
+}
+
+pipeline_request pipeline_of(parsed_args const& args)
+{
+  pipeline_request r;
+  if (args.has("tile-records")) { r.tile_records = count_of(args, "tile-records", 1, std::size_t{1} << 40); }
+  if (args.has("stages")) { r.stages = static_cast<int>(count_of(args, "stages", 2, max_pipeline_stages)); }
+  std::string const staging = args.text("staging", "in-place");
+  if (staging != "in-place" && staging != "ring") {
+    throw usage_error("--staging must be in-place or ring, got '" + staging + "'");
+  }
+  r.staging = staging == "ring" ? cpu_staging::ring : cpu_staging::in_place;
+  r.bulk_copy = args.has("bulk-copy");
+  return r;
+}
+
+void read_run_options(parsed_args const& args, workload const& w, workloads::run_options& o)
+{
+  o.kind = backend_of(args);
+  if (w.pipeline) { o.pipeline = pipeline_of(args); }
+  if (!w.chain) { return; }
+  try {
+    o.policy = parse_policy(args.text("policy", "auto"));
+  } catch (logic_error const&) {
+    throw usage_error("--policy must be auto, store, offload or recompute, got '" + args.text("policy") + "'");
+  }
+  o.budget_bytes = args.size("budget", 0, true);
+  o.host_budget_bytes = args.size("host-budget", 0, true);
+  o.capture_reverse = args.has("capture-reverse");
+}
+
+void bench_counts(parsed_args const& args, int& warmup, int& repeats)
+{
+  std::size_t const w = args.size("warmup", 2);
+  std::size_t const r = args.size("repeats", 10);
+  if (r == 0 || r > 10000 || w > 10000) {
+    throw usage_error("--repeats must be between 1 and 10000 and --warmup at most 10000");
+  }
+  warmup = static_cast<int>(w);
+  repeats = static_cast<int>(r);
+}
+
+// ---------------------------------------------------------------------------------------------
+void write_text(std::string const& path, std::string const& text)
+{
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) { TAPEFLOW_FAIL(io_error, "cannot open output file '" + path + "'"); }
+  out << text << '\n';
+  out.close();
+  if (!out) { TAPEFLOW_FAIL(io_error, "writing output file '" + path + "' failed"); }
+}
+
+std::string human_bytes(std::size_t bytes)
+{
+  char buf[32];
+  double const b = static_cast<double>(bytes);
+  if (bytes >= (std::size_t{1} << 30)) {
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1 << 30));
+  } else if (bytes >= (std::size_t{1} << 20)) {
+    std::snprintf(buf, sizeof buf, "%.2f MiB", b / double(1 << 20));
+  } else if (bytes >= 1024) {
+    std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024.0);
+  } else {
+    std::snprintf(buf, sizeof buf, "%zu B", bytes);
+  }
+  return buf;
+}
+
+progress_bar::progress_bar(parsed_args const& args)
+  : enabled_(!args.has("no-progress") && isatty(STDERR_FILENO) != 0)
+{
+}
+
+void progress_bar::operator()(chain_phase phase, std::size_t done, std::size_t total) const
+{
+  if (!enabled_) { return; }
+  constexpr int width = 40;
+  int const filled = static_cast<int>(width * done / (total == 0 ? 1 : total));
+  std::string bar(static_cast<std::size_t>(filled), '#');
+  bar.resize(width, '.');
+  std::fprintf(stderr, "\r  %-8s [%s] %zu/%zu", phase == chain_phase::forward ? "forward" : "reverse", bar.c_str(),
+               done, total);
+  if (phase == chain_phase::reverse && done == total) { std::fprintf(stderr, "\r%*s\r", width + 30, ""); }
+  std::fflush(stderr);
+}
+
+std::function<void(chain_phase, std::size_t, std::size_t)> progress_bar::callback() const
+{
+  progress_bar const copy = *this;
+  return [copy](chain_phase phase, std::size_t done, std::size_t total) { copy(phase, done, total); };
+}
+
+void print_header(command cmd, workload const& w, std::string const& sizes, std::string const& dtype, backend kind)
+{
+  std::printf("tapeflow %s %s: %s, %s, backend %s (%s)\n", to_string(cmd), w.name.c_str(), sizes.c_str(), dtype.c_str(),
+              std::string{tapeflow::to_string(kind)}.c_str(), query_device_limits(kind).name.c_str());
+  std::fflush(stdout);
+}
+
+void print_chain_plan(chain_stats const& planned)
+{
+  std::printf("plan:   tape %zu layers x %s = %s; device budget %s\n", planned.steps,
+              human_bytes(planned.layer_bytes).c_str(), human_bytes(planned.tape_bytes).c_str(),
+              planned.budget_bytes == 0 ? "none" : human_bytes(planned.budget_bytes).c_str());
+  std::printf("        tiers: %s\n", planned.tiers.describe().c_str());
+  std::printf("        each layer: %s\n", planned.plan.describe().c_str());
+  std::fflush(stdout);
+}
+
+void print_layer_tiers(chain_stats const& planned)
+{
+  std::string line;
+  for (std::size_t t = 0; t < planned.tiers.tiers.size(); ++t) {
+    line += t % 10 == 0 ? (t == 0 ? "" : "\n") + std::string{"        layers "} + std::to_string(t) + "..: " : " ";
+    line += tapeflow::to_string(planned.tiers.tiers[t]).substr(0, 1);
+  }
+  std::printf("%s\n        (d: device, h: host, r: recompute)\n", line.c_str());
+}
+
+json_object pipeline_json(pipeline_plan const& p)
+{
+  json_object o;
+  o.add("record_bytes", p.record_bytes)
+    .add("records_per_layer", p.records)
+    .add("tile_records", p.tile_records)
+    .add("tiles_per_layer", p.tiles)
+    .add("halo_records", p.halo_records)
+    .add("stages", p.stages)
+    .add("block_threads", p.block_threads)
+    .add("grid_blocks", p.grid_blocks)
+    .add("staging_bytes", p.smem_bytes)
+    .add("async_copy", p.async_copy);
+  if (p.kind == backend::cpu) { o.add("cpu_staging", tapeflow::to_string(p.staging)); }
+  return o;
+}
+
+json_object chain_plan_json(chain_stats const& c)
+{
+  json_object plan = pipeline_json(c.plan);
+  plan.add("device_layers", c.tiers.count(tier::device))
+    .add("host_layers", c.tiers.count(tier::host))
+    .add("recompute_layers", c.tiers.count(tier::recompute))
+    .add("ring_slots", c.tiers.ring_slots)
+    .add("prefetch_distance", c.tiers.prefetch_distance)
+    .add("snapshots", c.tiers.snapshots)
+    .add("planned_device_bytes", c.tiers.device_bytes)
+    .add("estimated_overhead_ms", c.tiers.overhead_ms);
+  return plan;
+}
+
+void add_chain_stats(json_object& stats, chain_stats const& c)
+{
+  stats.add("policy", std::string{tapeflow::to_string(c.policy)})
+    .add("budget_bytes", c.budget_bytes)
+    .add("layers", c.steps)
+    .add("layer_bytes", c.layer_bytes)
+    .add("tape_bytes", c.tape_bytes)
+    .add("device_tier_bytes", c.tiers.bytes_per_tier[static_cast<std::size_t>(tier::device)])
+    .add("host_tier_bytes", c.tiers.bytes_per_tier[static_cast<std::size_t>(tier::host)])
+    .add("recompute_tier_bytes", c.tiers.bytes_per_tier[static_cast<std::size_t>(tier::recompute)])
+    .add("peak_tape_bytes", c.peak_tape_bytes)
+    .add("host_tape_bytes", c.host_tape_bytes)
+    .add("forward_ms", c.forward_ms)
+    .add("reverse_ms", c.reverse_ms)
+    .add("stall_ms", c.stall_ms)
+    .add("prefetches", c.prefetches)
+    .add("recompute_steps", c.recompute_steps)
+    .add("recompute_ms", c.recompute_ms)
+    .add("plan", chain_plan_json(c));
+}
+
+void print_chain_summary(chain_stats const& c, std::size_t peak_device_bytes, cpu::ring_stats const& staging,
+                         backend kind)
+{
+  std::printf("summary: policy %s; forward %.3f ms, reverse %.3f ms; peak tape %s (device), %s (host); "
+              "peak device %s\n",
+              std::string{tapeflow::to_string(c.policy)}.c_str(), c.forward_ms, c.reverse_ms,
+              human_bytes(c.peak_tape_bytes).c_str(), human_bytes(c.host_tape_bytes).c_str(),
+              human_bytes(peak_device_bytes).c_str());
+  std::printf("         %zu prefetches, stalled %.3f ms; %zu steps recomputed in %.3f ms", c.prefetches, c.stall_ms,
+              c.recompute_steps, c.recompute_ms);
+  if (kind == backend::cpu) {
+    if (staging.staged_tiles > 0) {
+      std::printf("; %zu tiles staged, consumer waited %zu times", staging.staged_tiles, staging.consumer_waits);
+    } else {
+      std::printf("; %zu tiles read in place", staging.tiles);
+    }
+  }
+  std::printf("\n");
+}
+
+void add_staging(json_object& stats, cpu::ring_stats const& staging)
+{
+  json_object s;
+  s.add("tiles", staging.tiles)
+    .add("staged_tiles", staging.staged_tiles)
+    .add("consumer_waits", staging.consumer_waits)
+    .add("producer_waits", staging.producer_waits)
+    .add("max_in_flight", staging.max_in_flight);
+  stats.add("staging", s);
+}
+
+}  // namespace tapeflow::cli

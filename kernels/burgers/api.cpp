@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "burgers.hpp"
+#include "math.hpp"
+
+#include <tapeflow/error.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+namespace tapeflow::workloads::burgers {
+
+namespace detail {
+template <class T>
+gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& u0, options const& o);
+template <class T>
+std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options const& o);
+}  // namespace detail
+
+void validate(problem const& p, std::size_t values)
+{
+  TAPEFLOW_EXPECTS(p.n >= 1, "the line needs at least one cell");
+  TAPEFLOW_EXPECTS(p.steps >= 1, "the number of steps must be at least 1");
+  TAPEFLOW_EXPECTS(p.n <= (std::size_t{1} << 40), "a line of " + std::to_string(p.n) + " cells is too large");
+  TAPEFLOW_EXPECTS(std::isfinite(p.a), "the advection number a must be finite");
+  TAPEFLOW_EXPECTS(std::isfinite(p.b) && p.b > 0 && p.b <= 0.5,
+                   "the diffusion number b = nu dt / dx^2 must be in (0, 1/2] for the explicit scheme, got " +
+                     std::to_string(p.b));
+  TAPEFLOW_EXPECTS(values == p.n, "the initial state holds " + std::to_string(values) + " values; " +
+                                    std::to_string(p.n) + " cells need " + std::to_string(p.n));
+}
+
+namespace {
+void check_backend(backend kind)
+{
+  if (kind == backend::cpu) { return; }
+  TAPEFLOW_FAIL(unavailable_error, "the Burgers workload runs on the CPU backend only: its GPU reverse needs the "
+                                   "device tile pipeline to stage halos (docs/guide.md, Stencils); asked for " +
+                                     std::string{to_string(kind)});
+}
+}  // namespace
+
+template <class T>
+gradient_result<T> gradient(problem const& p, std::vector<T> const& u0, options const& o)
+{
+  check_backend(o.kind);
+  return detail::gradient_cpu(p, u0, o);
+}
+
+template <class T>
+chain_stats plan(problem const& p, options const& o)
+{
+  validate(p, p.n);
+  check_backend(o.kind);
+  chain_options c = chain_options_of(o);
+  c.pipeline.halo_records = std::max(c.pipeline.halo_records, halo_records);  // as the chain does for the step
+  return plan_chain(sizeof(record<T>), records_for<T>(p.n), p.steps, p.n * sizeof(T), c);
+}
+
+template <class T>
+std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const& o)
+{
+  check_backend(o.kind);
+  return detail::primal_cpu(p, u0, o);
+}
+
+template <class T>
+T loss(std::vector<T> const& u)
+{
+  return half_sum_of_squares(u.data(), u.size());
+}
+
+template <class T>
+std::vector<T> random_state(problem const& p, std::uint64_t seed)
+{
+  validate(p, p.n);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> amplitude(0.1, 0.5);
+  std::uniform_real_distribution<double> phase(0.0, 6.283185307179586);
+  double amp[4];
+  double ph[4];
+  for (int m = 0; m < 4; ++m) {
+    amp[m] = amplitude(rng) / (m + 1);
+    ph[m] = phase(rng);
+  }
+  std::vector<T> u(p.n);
+  for (std::size_t j = 0; j < p.n; ++j) {
+    double const x = 6.283185307179586 * static_cast<double>(j) / static_cast<double>(p.n);
+    double v = 0;
+    for (int m = 0; m < 4; ++m) { v += amp[m] * std::sin((m + 1) * x + ph[m]); }
+    u[j] = static_cast<T>(v);
+  }
+  return u;
+}
+
+template gradient_result<float> gradient(problem const&, std::vector<float> const&, options const&);
+template gradient_result<double> gradient(problem const&, std::vector<double> const&, options const&);
+template chain_stats plan<float>(problem const&, options const&);
+template chain_stats plan<double>(problem const&, options const&);
+template std::vector<float> primal(problem const&, std::vector<float> const&, options const&);
+template std::vector<double> primal(problem const&, std::vector<double> const&, options const&);
+template float loss(std::vector<float> const&);
+template double loss(std::vector<double> const&);
+template std::vector<float> random_state(problem const&, std::uint64_t);
+template std::vector<double> random_state(problem const&, std::uint64_t);
+
+}  // namespace tapeflow::workloads::burgers

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Burgers workload: viscous Burgers' equation on a periodic line of n cells, T explicit steps,
+// L = 0.5 * sum(u_T^2), gradient dL/du_0 through tapeflow's tape. A stencil whose reverse needs
+// its neighbours' values: the tape holds each value once and the reverse reads the neighbours
+// through a halo of one record on each side of its tile. See docs/workloads/burgers.md.
+//
+// CPU backend only for now: the GPU reverse needs the device tile pipeline to stage halos, which
+// it does not yet (docs/guide.md, "Stencils"); a GPU backend is an unavailable_error.
+#pragma once
+
+#include "math.hpp"
+
+#include <workload_common/run_options.hpp>
+#include <workload_common/state_gradient.hpp>
+
+#include <tapeflow/chain.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace tapeflow::workloads::burgers {
+
+struct problem {
+  std::size_t n{0};       ///< cells
+  std::size_t steps{0};   ///< T
+  double a{0.1};          ///< advection number dt / (2 dx)
+  double b{0.2};          ///< diffusion number nu dt / dx^2; the explicit scheme needs b <= 1/2
+};
+
+struct options : run_options {};
+
+template <class T>
+using gradient_result = state_gradient<T>;
+
+/// Throws logic_error unless n >= 1, steps >= 1, a is finite, 0 < b <= 1/2 and `values` == n.
+void validate(problem const& p, std::size_t values);
+
+/// dL/du_0 and L for the initial state `u0` (n values).
+template <class T>
+[[nodiscard]] gradient_result<T> gradient(problem const& p, std::vector<T> const& u0, options const& o);
+
+/// What gradient() will do (policy, tape size, tiling and halo), without running it.
+template <class T>
+[[nodiscard]] chain_stats plan(problem const& p, options const& o);
+
+/// u_T without a tape.
+template <class T>
+[[nodiscard]] std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const& o);
+
+/// L = 0.5 * sum(u^2), accumulated in double.
+template <class T>
+[[nodiscard]] T loss(std::vector<T> const& u);
+
+/// A smooth random start: u_j = sum of 4 sines of random phase and amplitude 0.1 to 0.5.
+template <class T>
+[[nodiscard]] std::vector<T> random_state(problem const& p, std::uint64_t seed);
+
+}  // namespace tapeflow::workloads::burgers

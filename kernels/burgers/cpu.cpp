@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// Burgers on the CPU backend: the forward over the CPU's threads, the reverse through
+// cpu::reverse_windows — each tile with its halo of one record on each side (read in place, or
+// staged by the ring with the halo when the plan asks for it).
+#include "burgers.hpp"
+#include "math.hpp"
+
+#include <tapeflow/cpu/reverse.hpp>
+#include <tapeflow/cpu/thread_pool.hpp>
+#include <tapeflow/error.hpp>
+#include <tapeflow/nvtx.hpp>
+
+#include <memory>
+
+namespace tapeflow::workloads::burgers::detail {
+
+template <class T>
+struct cpu_step {
+  using value_type = T;
+  using record_type = record<T>;
+
+  std::size_t n;
+  coefficients<T> k;
+  std::shared_ptr<cpu::ring_stats> staging;
+
+  [[nodiscard]] std::size_t state_size() const noexcept { return n; }
+  [[nodiscard]] std::size_t records_per_step() const noexcept { return records_for<T>(n); }
+  /// The stencil reaches one cell, so one record, past each end of a tile.
+  [[nodiscard]] std::size_t halo_records() const noexcept { return burgers::halo_records; }
+
+  void forward(std::size_t, T const* in, T* out, stream_view) const
+  {
+    cpu::parallel_for(n, cpu::grain_for(n, 4096), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t j = begin; j < end; ++j) { out[j] = step_cell(in[wrap_prev(j, n)], in[j], in[wrap_next(j, n)], k); }
+    });
+  }
+
+  void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
+  {
+    cpu::parallel_for(tape.size(), cpu::grain_for(tape.size(), 1024), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r) { tape.write(r, forward_region(in, out, n, r, k)); }
+    });
+  }
+
+  void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
+               stream_view) const
+  {
+    cpu::reverse_windows(
+      tape, plan,
+      [&](std::size_t, tile_window<record_type> const& window, std::size_t first, std::size_t count) {
+        for (std::size_t r = first; r < first + count; ++r) { reverse_region(window, g_out, g_in, n, r, k); }
+      },
+      staging.get());
+  }
+};
+
+template <class T>
+coefficients<T> coefficients_of(problem const& p) noexcept
+{
+  return {static_cast<T>(p.a), static_cast<T>(p.b)};
+}
+
+template <class T>
+gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& u0, options const& o)
+{
+  TAPEFLOW_NVTX_RANGE("tapeflow::burgers::gradient");
+  validate(p, u0.size());
+  auto staging = std::make_shared<cpu::ring_stats>();
+  gradient_result<T> r = workloads::detail::half_square_gradient<T>(
+    cpu_step<T>{p.n, coefficients_of<T>(p), staging},
+    [](device_buffer const& state, stream_view) {
+      return half_sum_of_squares(state.data_as<T>(), state.size() / sizeof(T));
+    },
+    p.steps, u0, o);
+  r.staging = *staging;
+  return r;
+}
+
+template <class T>
+std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options const& o)
+{
+  TAPEFLOW_NVTX_RANGE("tapeflow::burgers::primal");
+  validate(p, u0.size());
+  cpu_step<T> const step{p.n, coefficients_of<T>(p), nullptr};
+  return workloads::detail::untaped_primal<T>([&](T const* in, T* out, stream_view s) { step.forward(0, in, out, s); },
+                                              p.steps, u0, o);
+}
+
+template gradient_result<float> gradient_cpu(problem const&, std::vector<float> const&, options const&);
+template gradient_result<double> gradient_cpu(problem const&, std::vector<double> const&, options const&);
+template std::vector<float> primal_cpu(problem const&, std::vector<float> const&, options const&);
+template std::vector<double> primal_cpu(problem const&, std::vector<double> const&, options const&);
+
+}  // namespace tapeflow::workloads::burgers::detail

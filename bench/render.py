@@ -174,6 +174,37 @@ def markdown(results: dict, source: str) -> str:
     return "\n".join(lines)
 
 
+def cpu_section(cpu: dict, source: str) -> str:
+    """The CPU backend against JAX on one machine (tools/bench_cpu.py's result), with its target."""
+    t, j = cpu["tapeflow"], cpu["jax"]
+    ratio = t["median_ms"] / j["median_ms"]
+    met = ratio <= 1.0 and t["slowest_over_fastest"] <= 1.5
+    load = cpu.get("before", {}).get("loadavg_1_5_15", "?")
+    lines = [
+        "## CPU backend",
+        "",
+        f"From `{source}` (`tools/bench_cpu.py`): {cpu['workload']} {cpu['size']} on {cpu['cpu']} "
+        f"({cpu['cpus']} CPUs), {cpu['date']}; {cpu['runs']} rounds, each a fresh tapeflow process and a fresh JAX "
+        f"process, medians of {cpu['repeats']} gradients after {cpu['warmup']} warm-up ones; both gradients "
+        f"agree to {cpu['gradient_relative_difference']:.1e}; load average before (1, 5, 15 min): {load}.",
+        "",
+        "| target | wanted | measured | status |",
+        "| --- | --- | --- | --- |",
+        f"| Allen–Cahn {cpu['size']} gradient, CPU backend: tapeflow / JAX jit(grad), same CPU | <= 1.0, slowest/fastest "
+        f"round <= 1.5 | {fmt(ratio)} ({fmt(t['median_ms'])} / {fmt(j['median_ms'])} ms), "
+        f"{fmt(t['slowest_over_fastest'])} | {'met' if met else 'missed'} |",
+        "",
+        "| | gradient ms (median of rounds) | rounds (ms) | slowest / fastest |",
+        "| --- | --- | --- | --- |",
+        f"| tapeflow CPU backend | {fmt(t['median_ms'])} | {', '.join(fmt(x) for x in t['round_medians_ms'])} | "
+        f"{fmt(t['slowest_over_fastest'])} |",
+        f"| JAX {j.get('version', '')} jit(grad) | {fmt(j['median_ms'])} | "
+        f"{', '.join(fmt(x) for x in j['round_medians_ms'])} | {fmt(j['slowest_over_fastest'])} |",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def plot(results: dict, path: str) -> bool:
     try:
         import matplotlib
@@ -217,6 +248,7 @@ def main() -> int:
     p.add_argument("--md", default=os.path.join(here, "..", "docs", "results.md"))
     p.add_argument("--png", default=os.path.join(here, "..", "docs", "results.png"))
     p.add_argument("--require-png", action="store_true", help="fail when the plot cannot be drawn")
+    p.add_argument("--cpu", help="tools/bench_cpu.py's result (default: the newest in bench/results/cpu, if any)")
     a = p.parse_args()
     source = a.results or newest(os.path.join(here, "results"))
     with open(source) as f:
@@ -225,6 +257,11 @@ def main() -> int:
         print(f"render.py: {source} has no rows", file=sys.stderr)
         return 2
     text = markdown(results, os.path.relpath(source, os.path.join(here, "..")))
+    cpu_source = a.cpu or (newest(os.path.join(here, "results", "cpu"))
+                           if glob.glob(os.path.join(here, "results", "cpu", "*.json")) else None)
+    if cpu_source:
+        with open(cpu_source) as f:
+            text += "\n" + cpu_section(json.load(f), os.path.relpath(cpu_source, os.path.join(here, "..")))
     drew = plot(results, a.png)
     if drew:
         text += f"\n![gradient times]({os.path.basename(a.png)})\n"

@@ -104,5 +104,25 @@ class Markdown(unittest.TestCase):
             self.assertEqual(rc, 2)
 
 
+class CpuSection(unittest.TestCase):
+    def cpu(self, tapeflow_ms, rounds):
+        return {"workload": "allen-cahn", "size": "512x512 T100 f32", "cpu": "Test CPU", "cpus": 2, "runs": len(rounds),
+                "warmup": 3, "repeats": 11, "date": "2026-11-23", "gradient_relative_difference": 1e-7,
+                "before": {"loadavg_1_5_15": [0.5, 0.5, 0.5]},
+                "tapeflow": {"median_ms": tapeflow_ms, "round_medians_ms": rounds,
+                             "slowest_over_fastest": max(rounds) / min(rounds)},
+                "jax": {"median_ms": 50.0, "round_medians_ms": [50.0, 51.0], "slowest_over_fastest": 1.02,
+                        "version": "0.10"}}
+
+    def test_met_when_faster_than_jax_and_stable(self):
+        text = render.cpu_section(self.cpu(20.0, [20.0, 21.0]), "x.json")
+        self.assertIn("| 0.4 (20 / 50 ms)", text)
+        self.assertIn("| met |", text)
+
+    def test_missed_when_slower_or_unstable(self):
+        self.assertIn("| missed |", render.cpu_section(self.cpu(60.0, [60.0, 61.0]), "x.json"))
+        self.assertIn("| missed |", render.cpu_section(self.cpu(20.0, [10.0, 20.0]), "x.json"))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -38,7 +38,7 @@ count=0
 for source in $sources; do
   for arch in sm_80 sm_90; do
     clang++-19 -x cuda --cuda-path="$root" --cuda-gpu-arch="$arch" --cuda-device-only -Wno-unknown-cuda-version \
-      -std=c++17 -O2 -Werror -Wno-deprecated-declarations -DTAPEFLOW_HAS_CUDA=1 -Iinclude -Ikernels -Itests -Ibench -Isrc/cli -idirafter "$cuda13" \
+      -std=c++17 -O2 -Werror -Wno-deprecated-declarations -DTAPEFLOW_HAS_CUDA=1 -Iinclude -Ikernels -Itests -Ibench -Iapps/tapeflow -idirafter "$cuda13" \
       -S "$source" -o /dev/null
     count=$((count + 1))
   done

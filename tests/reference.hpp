@@ -3,8 +3,10 @@
 // none of the library's code: the yardstick for gradient tests.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -90,15 +92,22 @@ inline std::uint64_t fresh_seed()
   return (static_cast<std::uint64_t>(device()) << 32) ^ device();
 }
 
-/// max_i |a_i - b_i| / max_i |b_i|: the norm-wise relative error of `a` against `b`.
+/// max_i |a_i - b_i| / max_i |b_i|: the norm-wise relative error of `a` against `b`. Infinite
+/// (so that `EXPECT_LT(relative_error(a, b), tol)` fails) when the sizes differ or any value of
+/// either is NaN or infinite: std::max would drop a NaN difference and pass a NaN gradient.
 template <class A, class B>
 double relative_error(std::vector<A> const& a, std::vector<B> const& b)
 {
+  double const infinite = std::numeric_limits<double>::infinity();
+  if (a.size() != b.size()) { return infinite; }
   real worst = 0;
   real scale = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::fabs(static_cast<real>(a[i]) - static_cast<real>(b[i])));
-    scale = std::max(scale, std::fabs(static_cast<real>(b[i])));
+    real const x = static_cast<real>(a[i]);
+    real const y = static_cast<real>(b[i]);
+    if (!std::isfinite(x) || !std::isfinite(y)) { return infinite; }
+    worst = std::max(worst, std::fabs(x - y));
+    scale = std::max(scale, std::fabs(y));
   }
   return static_cast<double>(scale == 0 ? worst : worst / scale);
 }

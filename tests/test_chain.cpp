@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <memory>
+#include <string>
 
 namespace tapeflow {
 namespace {
@@ -54,6 +55,51 @@ TEST(Chain, GradientOfAToyChainMatchesTheChainRule)
   EXPECT_EQ(c.stats().peak_tape_bytes, c.stats().tape_bytes);
   EXPECT_EQ(c.stats().policy, tape_policy::store);
   EXPECT_TRUE(c.recorded().empty());
+}
+
+// The caller's buffers stay the caller's: the chain ping-pongs through its own scratch and copies
+// a result that ends there back, so the allocation a caller passed (and the stream it is ordered
+// on) is the one it gets back. A chain that swapped buffers would free the caller's allocation
+// on its own stream, while the caller's stream might still be using it (issue 16, item 10).
+TEST(Chain, TheCallersBuffersAreNeverSwappedForTheChains)
+{
+  std::vector<double> const x0{0.3, -0.1, 0.7, 0.2};
+  std::size_t const bytes = x0.size() * sizeof(double);
+  for (tape_policy policy : {tape_policy::store, tape_policy::offload, tape_policy::recompute}) {
+    for (std::size_t steps : {1u, 2u, 5u}) {
+      SCOPED_TRACE(std::string{to_string(policy)} + ", " + std::to_string(steps) + " steps");
+      chain_options o;
+      o.policy = policy;
+      o.poison = true;
+      if (policy != tape_policy::store) { o.budget_bytes = 2 * 2 * sizeof(toy_step::record_type); }
+      chain<toy_step> c(toy_step{x0.size()}, steps, o);
+      device_buffer state(backend::cpu, bytes);
+      state.upload(x0.data(), bytes, {});
+      void const* const state_memory = state.data();
+      c.forward(state);
+      EXPECT_EQ(state.data(), state_memory);
+      std::vector<double> x(x0.size());
+      state.download(x.data(), bytes, {});
+      device_buffer adjoint(backend::cpu, bytes);
+      std::vector<double> const ones(x0.size(), 1.0);
+      adjoint.upload(ones.data(), bytes, {});
+      void const* const adjoint_memory = adjoint.data();
+      c.reverse(adjoint);
+      EXPECT_EQ(adjoint.data(), adjoint_memory);
+      std::vector<double> g(x0.size());
+      adjoint.download(g.data(), bytes, {});
+      for (std::size_t k = 0; k < x0.size(); ++k) {
+        double u = x0[k];
+        double expect = 1.0;
+        for (std::size_t t = 0; t < steps; ++t) {
+          expect *= 1.0 + u;
+          u = u + 0.5 * u * u;
+        }
+        EXPECT_DOUBLE_EQ(x[k], u) << k;
+        EXPECT_NEAR(g[k], expect, 1e-14 * std::fabs(expect)) << k;
+      }
+    }
+  }
 }
 
 TEST(Chain, MisuseIsATypedErrorAndTheChainStaysUsable)

@@ -163,7 +163,11 @@ TEST(Emulator, TrapsAndDeadlocksAreTypedErrorsNamingTheThread)
 TEST(Emulator, BadLaunchShapesAreTypedErrors)
 {
   device_array<unsigned> out(32);
-  EXPECT_THROW(device::launch(trap_kernel, 1, 2048, 0, {}, out.data), platform_error);      // > 1024 threads
+  // > 1024 threads: the launch path refuses it from the kernel's attributes, and the emulator's
+  // own launch (what a raw <<<>>> would reach) with cudaErrorInvalidConfiguration.
+  EXPECT_THROW(device::launch(trap_kernel, 1, 2048, 0, {}, out.data), logic_error);
+  emu::launch_kernel(dim3(1), dim3(2048), 0, nullptr, [] {});
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
   EXPECT_THROW(device::launch(rotate_kernel<true>, 1, 32, 64 * 1024, {}, out.data), platform_error);  // > 48 KiB
   EXPECT_THROW(device::launch(trap_kernel, 0, 32, 0, {}, out.data), logic_error);          // an empty grid
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);

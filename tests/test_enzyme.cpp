@@ -59,7 +59,7 @@ class EnzymeExample : public ::testing::TestWithParam<backend> {};
 TEST_P(EnzymeExample, GradientMatchesFiniteDifferencesForRunTimeTapeSizes)
 {
   backend const kind = GetParam();
-  if (!backend_available(kind)) { GTEST_SKIP() << "no device: " << backend_unavailable_reason(kind); }
+  TAPEFLOW_REQUIRE_DEVICE(kind);
   for (std::size_t inner : {1u, 3u, 5u}) {  // 8, 24, 40-byte tapes: 1, 2, 3 chunks a slot
     std::uint64_t const seed = testing::fresh_seed();
     SCOPED_TRACE("inner " + std::to_string(inner) + ", seed " + std::to_string(seed));
@@ -103,7 +103,7 @@ TEST_P(EnzymeExample, GradientMatchesFiniteDifferencesForRunTimeTapeSizes)
 TEST_P(EnzymeExample, EveryPolicyGivesTheSameBits)
 {
   backend const kind = GetParam();
-  if (!backend_available(kind)) { GTEST_SKIP() << "no device: " << backend_unavailable_reason(kind); }
+  TAPEFLOW_REQUIRE_DEVICE(kind);
   ex::problem const p{500, 8, 3, 0.5};
   std::vector<double> const x0 = testing::random_state<double>(p.n, testing::fresh_seed());
   ex::options o;

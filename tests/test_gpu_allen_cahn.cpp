@@ -12,6 +12,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
+
+#if defined(TAPEFLOW_EMULATED)
+#include <tapeflow/emulated/runtime.hpp>
+#endif
 
 namespace tapeflow {
 namespace {
@@ -23,9 +28,7 @@ class GpuAllenCahn : public ::testing::Test {
  protected:
   void SetUp() override
   {
-    if (!backend_available(testing::gpu)) {
-      GTEST_SKIP() << "GPU test skipped: " << backend_unavailable_reason(testing::gpu);
-    }
+    TAPEFLOW_REQUIRE_DEVICE(testing::gpu);
   }
   static ac::options on(backend kind)
   {
@@ -86,6 +89,90 @@ TEST_F(GpuAllenCahn, BulkCopyPipelineGivesTheCpuGradient)
     EXPECT_LT(testing::relative_error(gpu.gradient, cpu.gradient), 1e-4);
   }
 }
+
+#if defined(TAPEFLOW_EMULATED)
+/// Makes the emulated device report other code for every kernel while in scope: an older
+/// architecture (a binary built for sm_80 only, on this sm_90 device) or a lower thread limit (a
+/// kernel that needs many registers).
+class emulated_kernels {
+ public:
+  emulated_kernels(int binary_version, int max_threads) : previous_(emu::current_settings())
+  {
+    emu::settings next = previous_;
+    next.kernel_binary_version = binary_version;
+    next.kernel_max_threads = max_threads;
+    emu::configure(next);
+  }
+  ~emulated_kernels() { emu::configure(previous_); }
+  emulated_kernels(emulated_kernels const&) = delete;
+  emulated_kernels& operator=(emulated_kernels const&) = delete;
+
+ private:
+  emu::settings previous_;
+};
+#endif
+
+// A plan the reverse kernel cannot launch (more threads than its registers allow) is refused
+// with a typed error that names the kernel's limit, before the launch; a plan within it runs. On
+// the emulated device the reverse kernel plays one limited to 704 threads (Allen–Cahn f32's
+// register-double-buffered reverse used 92 registers on an H100, which is about that).
+TEST_F(GpuAllenCahn, ABlockLargerThanTheKernelAllowsIsATypedErrorNamingTheLimit)
+{
+#if defined(TAPEFLOW_EMULATED)
+  emulated_kernels const limited(90, 704);
+#endif
+  ac::problem const p{97, 4};
+  std::vector<float> const u0 = testing::random_state<float>(p.n * p.n, testing::fresh_seed());
+  ac::gradient_result<float> const cpu = ac::gradient(p, u0, on(backend::cpu));
+  for (int threads : {512, 1024}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    ac::options o = on(testing::gpu);
+    o.policy = tape_policy::store;
+    o.pipeline.force_plain = true;
+    o.pipeline.stages = 2;
+    o.pipeline.block_threads = threads;
+    try {
+      ac::gradient_result<float> const gpu = ac::gradient(p, u0, o);
+      EXPECT_LT(testing::relative_error(gpu.gradient, cpu.gradient), 1e-4);
+#if defined(TAPEFLOW_EMULATED)
+      EXPECT_LE(threads, 704) << "the emulated kernel allows 704 threads, and the launch went ahead";
+#endif
+    } catch (logic_error const& e) {
+      std::string const what = e.what();
+      EXPECT_NE(what.find("threads per block on this device"), std::string::npos) << what;
+#if defined(TAPEFLOW_EMULATED)
+      EXPECT_GT(threads, 704) << what;
+      EXPECT_NE(what.find("at most 704"), std::string::npos) << what;
+#endif
+    }
+  }
+}
+
+#if defined(TAPEFLOW_EMULATED)
+// A binary built for sm_80 only runs sm_80 code on an sm_90 device, where the bulk pipeline would
+// trap: the chain asks the step whether its reverse kernel's loaded code runs it, and grants
+// cp.async instead. (tape_bound's variant list does the same; test_gpu_pipeline checks that a
+// bulk launch of older code is refused.)
+TEST_F(GpuAllenCahn, BulkCopyIsNotGrantedWhereTheKernelIsOlderCode)
+{
+  ac::problem const p{65, 5};
+  std::vector<float> const u0 = testing::random_state<float>(p.n * p.n, testing::fresh_seed());
+  ac::options o = on(testing::gpu);
+  o.policy = tape_policy::store;
+  o.pipeline.bulk_copy = true;
+  ac::gradient_result<float> const cpu = ac::gradient(p, u0, on(backend::cpu));
+  {
+    emulated_kernels const sm80(80, 0);
+    ac::gradient_result<float> const gpu = ac::gradient(p, u0, o);
+    EXPECT_FALSE(gpu.chain.plan.bulk_copy) << gpu.chain.plan.describe();
+    EXPECT_TRUE(gpu.chain.plan.async_copy) << gpu.chain.plan.describe();
+    EXPECT_LT(testing::relative_error(gpu.gradient, cpu.gradient), 1e-4);
+  }
+  ac::gradient_result<float> const gpu = ac::gradient(p, u0, o);
+  EXPECT_TRUE(gpu.chain.plan.bulk_copy) << "sm_90 code on an sm_90 device: " << gpu.chain.plan.describe();
+  EXPECT_LT(testing::relative_error(gpu.gradient, cpu.gradient), 1e-4);
+}
+#endif
 
 TEST_F(GpuAllenCahn, F32GradientMatchesTheCpuReference)
 {

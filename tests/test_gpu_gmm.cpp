@@ -25,9 +25,7 @@ class GpuGmm : public ::testing::Test {
 #if defined(TAPEFLOW_HAS_HIP)
     GTEST_SKIP() << "GPU test skipped: the GMM workload's GPU path is CUDA only (CUB)";
 #else
-    if (!backend_available(testing::gpu)) {
-      GTEST_SKIP() << "GPU test skipped: " << backend_unavailable_reason(testing::gpu);
-    }
+    TAPEFLOW_REQUIRE_DEVICE(testing::gpu);
 #endif
   }
   static gm::options on(backend kind)

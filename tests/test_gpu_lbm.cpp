@@ -22,9 +22,7 @@ class GpuLbm : public ::testing::Test {
  protected:
   void SetUp() override
   {
-    if (!backend_available(testing::gpu)) {
-      GTEST_SKIP() << "GPU test skipped: " << backend_unavailable_reason(testing::gpu);
-    }
+    TAPEFLOW_REQUIRE_DEVICE(testing::gpu);
   }
   static lbm::options on(backend kind)
   {

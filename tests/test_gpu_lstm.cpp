@@ -28,9 +28,7 @@ class GpuLstm : public ::testing::Test {
       GTEST_SKIP() << "GPU test skipped: the LSTM's GPU path is CUDA-only (cuBLAS); this build's GPU backend is "
                    << to_string(testing::gpu);
     }
-    if (!backend_available(testing::gpu)) {
-      GTEST_SKIP() << "GPU test skipped: " << backend_unavailable_reason(testing::gpu);
-    }
+    TAPEFLOW_REQUIRE_DEVICE(testing::gpu);
   }
   static ls::options on(backend kind)
   {

@@ -26,9 +26,7 @@ class GpuRk4 : public ::testing::Test {
  protected:
   void SetUp() override
   {
-    if (!backend_available(testing::gpu)) {
-      GTEST_SKIP() << "GPU test skipped: " << backend_unavailable_reason(testing::gpu);
-    }
+    TAPEFLOW_REQUIRE_DEVICE(testing::gpu);
   }
 };
 

@@ -19,9 +19,7 @@ namespace tb = workloads::tape_bound;
 
 TEST(GpuTapeBound, EveryVariantMatchesTheCpuReference)
 {
-  if (!backend_available(testing::gpu)) {
-    GTEST_SKIP() << "GPU test skipped: " << backend_unavailable_reason(testing::gpu);
-  }
+  TAPEFLOW_REQUIRE_DEVICE(testing::gpu);
   std::uint64_t const seed = testing::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 rng(seed);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reliability on the CPU backend: determinism, injected faults, soak.
+#include "gpu_backend.hpp"
 #include "reference.hpp"
 #include "toy_step.hpp"
 
@@ -48,10 +49,7 @@ void expect_no_bytes_held(backend kind = backend::cpu)
 }
 
 /// The CPU backend always runs; the CUDA cases run where a device is present.
-#define SKIP_WITHOUT(kind)                                                                        \
-  if (!backend_available(kind)) {                                                                 \
-    GTEST_SKIP() << "no " << to_string(kind) << " device: " << backend_unavailable_reason(kind); \
-  }
+#define SKIP_WITHOUT(kind) TAPEFLOW_REQUIRE_DEVICE(kind)
 
 std::string backend_name(::testing::TestParamInfo<backend> const& param_info)
 {

@@ -23,6 +23,26 @@ enum class backend { cpu, cuda, hip };
 /// True when the backend is compiled in and at least one device of its kind is present.
 [[nodiscard]] bool backend_available(backend kind) noexcept;
 
+/// Whether a backend can run, and if not, whether anything is there at all.
+enum class backend_status {
+  available,     ///< compiled in, and at least one device is present
+  not_compiled,  ///< this build of tapeflow lacks the backend
+  no_device,     ///< no device and no driver (or a driver that reports none)
+  unusable,      ///< a driver or device is there but cannot be used: a driver older than the
+                 ///< runtime, a failed initialisation. Not "no GPU": tests fail on it.
+};
+
+[[nodiscard]] backend_status query_backend_status(backend kind) noexcept;
+
+namespace detail {
+/// How a GPU backend reads a failed device count: `no_device`, and `insufficient_driver` with no
+/// driver installed at all (the CUDA runtime's answer on a machine without one), mean there is
+/// no device; anything else means one is there but unusable. Platform-neutral, so it is tested
+/// without a GPU.
+enum class count_failure { no_device, insufficient_driver, other };
+[[nodiscard]] bool count_failure_means_unusable(count_failure failure, bool driver_installed) noexcept;
+}  // namespace detail
+
 /// Why `backend_available(kind)` is false, in words; empty when it is available.
 [[nodiscard]] std::string backend_unavailable_reason(backend kind);
 

@@ -119,6 +119,9 @@ class chain {
   {
     require_record<record_type>();
     options_.pipeline.halo_records = std::max(options_.pipeline.halo_records, halo_records_of(step_));
+    if (options_.kind != backend::cpu && options_.pipeline.bulk_copy) {
+      options_.pipeline.bulk_copy = bulk_copy_runs_of(step_);  // a preference: cp.async where it cannot run
+    }
     TAPEFLOW_EXPECTS(step_.state_size() > 0, "a chain's state must hold at least one value");
     stats_ = plan_chain(sizeof(record_type), step_.records_per_step(), steps_, state_bytes(), options_);
     TAPEFLOW_EXPECTS(!options_.capture_reverse || stats_.policy == tape_policy::store,
@@ -203,9 +206,16 @@ class chain {
 
  private:
   // ---- device and host tiers -------------------------------------------------------------
+  // The steps ping-pong between the caller's buffer and the chain's scratch through pointers, and
+  // a result that ends in the scratch is copied back: the caller's buffer is never swapped into
+  // the chain, whose scratch is freed on the chain's stream (a swapped-in caller buffer would be
+  // freed while the caller's stream may still use it, and the caller would be left holding memory
+  // freed in the chain's stream order). The copy is one state per pass, where steps are odd.
   void tiered_forward(device_buffer& state, stream_view s)
   {
     device_buffer scratch(options_.kind, state.size(), s);
+    device_buffer* in = &state;
+    device_buffer* out = &scratch;
     std::size_t offloaded = 0;
     if (host_) { host_->begin_forward(s); }
     if (options_.capture_reverse && arena_.empty()) {
@@ -217,53 +227,57 @@ class chain {
     if (options_.capture_reverse) { peak_ = steps_ * stats_.layer_bytes; }
     for (std::size_t t = 0; t < steps_; ++t) {
       TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
-      poison(scratch, s);
+      poison(*out, s);
       if (options_.capture_reverse) {
         if (options_.poison) { arena_[t].fill(0xFF, s); }
-        step_.augmented_forward(t, state.data_as<value_type>(), scratch.data_as<value_type>(),
+        step_.augmented_forward(t, in->data_as<value_type>(), out->data_as<value_type>(),
                                 tape_writer<record_type>{arena_[t].data_as<record_type>(), stats_.plan.layout()}, s);
       } else if (stats_.tiers.tiers[t] == tier::host) {
         auto* slot = static_cast<record_type*>(host_->begin_write(offloaded, s));
         track_peak();
         if (options_.poison) { host_->fill_slot(offloaded, 0xFF, s); }
-        step_.augmented_forward(t, state.data_as<value_type>(), scratch.data_as<value_type>(),
+        step_.augmented_forward(t, in->data_as<value_type>(), out->data_as<value_type>(),
                                 tape_writer<record_type>{slot, stats_.plan.layout()}, s);
         host_->end_write(offloaded++, s);
       } else {
         layer& l = tape_.push<record_type>(stats_.plan.records, stats_.plan.tile_records, s);
         track_peak();
         if (options_.poison) { l.fill(0xFF, s); }
-        step_.augmented_forward(t, state.data_as<value_type>(), scratch.data_as<value_type>(),
+        step_.augmented_forward(t, in->data_as<value_type>(), out->data_as<value_type>(),
                                 l.writer<record_type>(), s);
         l.commit();
       }
-      std::swap(state, scratch);
+      std::swap(in, out);
       report(chain_phase::forward, t + 1);
     }
+    if (in != &state) { state.copy_from(*in, s); }
   }
 
   void tiered_reverse(device_buffer& adjoint, stream_view s)
   {
     device_buffer scratch(options_.kind, adjoint.size(), s);
+    device_buffer* in = &adjoint;
+    device_buffer* out = &scratch;
     std::size_t offloaded = stats_.tiers.count(tier::host);
     if (host_) { host_->begin_reverse(s); }
     for (std::size_t t = steps_; t-- > 0;) {
       TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
-      poison(scratch, s);
+      poison(*out, s);
       if (stats_.tiers.tiers[t] == tier::host) {
         --offloaded;
         auto const* slot = static_cast<record_type const*>(host_->begin_read(offloaded, s));
         step_.reverse(t, tape_reader<record_type>{slot, stats_.plan.layout()}, stats_.plan,
-                      adjoint.data_as<value_type>(), scratch.data_as<value_type>(), s);
+                      in->data_as<value_type>(), out->data_as<value_type>(), s);
         host_->end_read(offloaded, s);
       } else {
-        step_.reverse(t, tape_.top().template reader<record_type>(), stats_.plan, adjoint.data_as<value_type>(),
-                      scratch.data_as<value_type>(), s);
+        step_.reverse(t, tape_.top().template reader<record_type>(), stats_.plan, in->data_as<value_type>(),
+                      out->data_as<value_type>(), s);
         tape_.pop();
       }
-      std::swap(adjoint, scratch);
+      std::swap(in, out);
       report(chain_phase::reverse, steps_ - t);
     }
+    if (in != &adjoint) { adjoint.copy_from(*in, s); }
     if (host_) {
       host_->end_reverse(s);
       stats_.prefetches = host_->prefetches();
@@ -313,6 +327,8 @@ class chain {
   void recompute_reverse(device_buffer& adjoint, stream_view s)
   {
     device_buffer scratch(options_.kind, adjoint.size(), s);
+    device_buffer* in = &adjoint;
+    device_buffer* out = &scratch;
     for (; next_action_ < schedule_.size(); ++next_action_) {
       revolve_action const& a = schedule_[next_action_];
       if (a.op != revolve_op::reverse) {
@@ -320,13 +336,14 @@ class chain {
         continue;
       }
       TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
-      poison(scratch, s);
-      step_.reverse(a.from, tape_.top().template reader<record_type>(), stats_.plan, adjoint.data_as<value_type>(),
-                    scratch.data_as<value_type>(), s);
+      poison(*out, s);
+      step_.reverse(a.from, tape_.top().template reader<record_type>(), stats_.plan, in->data_as<value_type>(),
+                    out->data_as<value_type>(), s);
       tape_.pop();
-      std::swap(adjoint, scratch);
+      std::swap(in, out);
       report(chain_phase::reverse, steps_ - a.from);
     }
+    if (in != &adjoint) { adjoint.copy_from(*in, s); }
     snapshots_.clear();
     work_.reset();
     scratch_.reset();

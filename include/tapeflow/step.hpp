@@ -15,6 +15,9 @@
 //                value_type const* adjoint_out, value_type* adjoint_in, stream_view s) const;
 // and, for a stencil whose reverse reads its neighbours' records (tapeflow/halo.hpp):
 //   std::size_t halo_records() const;        // records read on each side of a tile
+// and, for a device step whose reverse can run the sm_90 bulk-copy pipeline
+// (tapeflow/device/launch.cuh, device::bulk_copy_runs):
+//   bool bulk_copy_runs() const;             // the code loaded for its bulk reverse kernel is sm_90
 #pragma once
 
 #include <tapeflow/device/views.hpp>
@@ -87,6 +90,18 @@ template <class S>
 struct has_halo<S, std::enable_if_t<std::is_convertible_v<decltype(std::declval<S const&>().halo_records()),
                                                            std::size_t>>> : std::true_type {};
 
+/// bulk_copy_runs is optional too.
+template <class S, class = void>
+struct declares_bulk_check : std::false_type {};
+template <class S>
+struct declares_bulk_check<S, std::void_t<decltype(&S::bulk_copy_runs)>> : std::true_type {};
+
+template <class S, class = void>
+struct has_bulk_check : std::false_type {};
+template <class S>
+struct has_bulk_check<S, std::enable_if_t<std::is_same_v<decltype(std::declval<S const&>().bulk_copy_runs()), bool>>>
+  : std::true_type {};
+
 template <class S, bool = has_record_type<S>::value>
 struct record_is_valid : std::false_type {};
 template <class S>
@@ -108,8 +123,9 @@ struct check {
   static constexpr bool augmented_forward = !types_ok<S> || has_augmented_forward<S>::value;
   static constexpr bool reverse = !types_ok<S> || has_reverse<S>::value;
   static constexpr bool halo = !declares_halo<S>::value || has_halo<S>::value;
+  static constexpr bool bulk_check = !declares_bulk_check<S>::value || has_bulk_check<S>::value;
   static constexpr bool all = value_type && record_type && record && state_size && records_per_step && forward &&
-                              augmented_forward && reverse && halo;
+                              augmented_forward && reverse && halo && bulk_check;
 };
 
 }  // namespace tapeflow::detail::step_contract
@@ -130,6 +146,20 @@ template <class Step>
   } else {
     static_cast<void>(step);
     return 0;
+  }
+}
+
+/// Whether the chain may grant `step` a bulk-copy plan where the device has the engine:
+/// step.bulk_copy_runs() where the Step declares it (the code loaded for its reverse kernel must be
+/// sm_90), else true (and a bulk kernel loaded as older code is refused at launch, not trapped).
+template <class Step>
+[[nodiscard]] bool bulk_copy_runs_of(Step const& step)
+{
+  if constexpr (detail::step_contract::has_bulk_check<Step>::value) {
+    return step.bulk_copy_runs();
+  } else {
+    static_cast<void>(step);
+    return true;
   }
 }
 
@@ -158,6 +188,8 @@ struct report_step_contract {
                 "value_type* adjoint_in, tapeflow::stream_view) const`");
   static_assert(c::halo, "tapeflow: Step::halo_records, where declared, must be `std::size_t halo_records() const` "
                          "(records its reverse reads on each side of a tile)");
+  static_assert(c::bulk_check, "tapeflow: Step::bulk_copy_runs, where declared, must be `bool bulk_copy_runs() const` "
+                               "(whether its reverse kernel's loaded code runs the sm_90 bulk-copy pipeline)");
 };
 }  // namespace detail
 

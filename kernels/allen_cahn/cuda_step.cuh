@@ -106,6 +106,11 @@ struct cuda_step {
     device::launch(augmented_forward_kernel<T>, grid, forward_threads, 0, s, in, out, tape, n, k, content);
   }
 
+  [[nodiscard]] bool bulk_copy_runs() const
+  {
+    return device::bulk_copy_runs([](auto stages) { return reverse_kernel<T, decltype(stages)::value>; });
+  }
+
   void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
                stream_view s) const
   {

@@ -54,6 +54,11 @@ struct gpu_step : step_shape {
     device::launch(augmented_kernel, grid_for(n), threads, 0, s, in, out, tape, n, p);
   }
 
+  [[nodiscard]] bool bulk_copy_runs() const
+  {
+    return device::bulk_copy_runs([](auto stages) { return reverse_kernel<decltype(stages)::value>; });
+  }
+
   void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, double const* g_out,
                double* g_in, stream_view s) const
   {

@@ -365,6 +365,12 @@ __global__ void finalize_kernel(device_problem p, double const* __restrict__ alp
 /// The CUDA engine of driver.hpp: device buffers sized once, the work enqueued on a stream.
 class gpu_engine {
  public:
+  /// Whether the code loaded for the reverse kernel runs the sm_90 bulk-copy pipeline.
+  [[nodiscard]] static bool bulk_copy_runs()
+  {
+    return device::bulk_copy_runs([](auto stages) { return reverse_kernel<decltype(stages)::value>; });
+  }
+
   gpu_engine(problem const& p, inputs const& in, layout const& l, stream_view s)
     : p_(p), l_(l), dp_{static_cast<int>(p.d), static_cast<int>(p.k), static_cast<long long>(p.n), p.gamma,
                         static_cast<double>(p.m)},

@@ -134,6 +134,11 @@ struct cuda_step {
       p.batch);
   }
 
+  [[nodiscard]] bool bulk_copy_runs() const
+  {
+    return device::bulk_copy_runs([](auto stages) { return reverse_cells_kernel<T, decltype(stages)::value>; });
+  }
+
   void reverse(std::size_t t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
                stream_view s) const
   {

@@ -9,16 +9,9 @@ namespace tapeflow::workloads::tape_bound::detail {
 
 bool bulk_kernels_runnable()
 {
-#if defined(TAPEFLOW_HAS_BULK_PIPELINE)
-  if (query_device_limits(gpu_backend).compute_capability < 90) { return false; }
-  // The device is sm_90+, but this binary may hold only older code (an sm_80-only build run on
-  // Hopper), whose bulk kernels trap: ask which code the driver loaded for one of them.
-  cudaFuncAttributes attributes{};
-  TAPEFLOW_CUDA_TRY(cudaFuncGetAttributes(&attributes, reverse_staged<-2>));
-  return attributes.binaryVersion >= 90;
-#else
-  return false;
-#endif
+  // The device may be sm_90+ while this binary holds only older code (an sm_80-only build run on
+  // Hopper), whose bulk kernels would trap: ask which code the driver loaded.
+  return device::bulk_copy_runs([](auto stages) { return reverse_staged<decltype(stages)::value>; });
 }
 
 std::vector<float> gradient_gpu(std::vector<float> const& u, std::vector<float> const& g_out, variant v,

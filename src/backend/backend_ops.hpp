@@ -19,6 +19,9 @@ struct backend_ops {
   int (*device_count)() noexcept;
   /// Why no device is present, in words ("" when one is).
   std::string (*unavailable_reason)();
+  /// True when a driver or device is there but cannot be used (a driver older than the runtime,
+  /// a failed initialisation): not the same as no device at all.
+  bool (*device_unusable)() noexcept;
   device_limits (*limits)(int ordinal);
   void* (*allocate)(std::size_t bytes, stream_view stream);
   void (*deallocate)(void* ptr, std::size_t bytes, stream_view stream) noexcept;

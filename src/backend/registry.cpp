@@ -32,6 +32,16 @@ backend_ops const& ops(backend kind)
   return *table;
 }
 
+bool count_failure_means_unusable(count_failure failure, bool driver_installed) noexcept
+{
+  switch (failure) {
+    case count_failure::no_device: return false;
+    case count_failure::insufficient_driver: return driver_installed;
+    case count_failure::other: return true;
+  }
+  return true;
+}
+
 }  // namespace detail
 
 std::string_view to_string(backend kind) noexcept
@@ -58,6 +68,14 @@ bool backend_available(backend kind) noexcept
 {
   detail::backend_ops const* table = detail::find_ops(kind);
   return table != nullptr && table->device_count() > 0;
+}
+
+backend_status query_backend_status(backend kind) noexcept
+{
+  detail::backend_ops const* table = detail::find_ops(kind);
+  if (table == nullptr) { return backend_status::not_compiled; }
+  if (table->device_count() > 0) { return backend_status::available; }
+  return table->device_unusable() ? backend_status::unusable : backend_status::no_device;
 }
 
 std::string backend_unavailable_reason(backend kind)

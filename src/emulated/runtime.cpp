@@ -9,6 +9,8 @@
 // process-wide (recursive) lock; kernels run their blocks outside any lock.
 #include "emulated/emulator.hpp"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -121,10 +123,14 @@ settings parse_environment()
       s.memory_bytes = number();
     } else if (key == "stack") {
       s.stack_bytes = number();
+    } else if (key == "binary") {
+      s.kernel_binary_version = static_cast<int>(number());
+    } else if (key == "kernel_threads") {
+      s.kernel_max_threads = static_cast<int>(number());
     } else {
       std::fprintf(stderr,
                    "tapeflow emulator: TAPEFLOW_EMULATOR: unknown setting '%s' (schedule=sequential|random, seed=N, "
-                   "threads=N, streams=lazy|eager, memory=BYTES, stack=BYTES)\n",
+                   "threads=N, streams=lazy|eager, memory=BYTES, stack=BYTES, binary=SM, kernel_threads=N)\n",
                    item.c_str());
       std::exit(2);
     }
@@ -260,6 +266,9 @@ char const* cudaGetErrorName(cudaError_t error) noexcept
     case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
     case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
     case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
+    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
+    case cudaErrorInsufficientDriver: return "cudaErrorInsufficientDriver";
+    case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
     case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
@@ -278,6 +287,9 @@ char const* cudaGetErrorString(cudaError_t error) noexcept
     case cudaErrorMemoryAllocation: return "out of memory (emulated device)";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorInvalidDeviceFunction: return "invalid device function";
+    case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorNotReady: return "device not ready";
     case cudaErrorLaunchFailure: {
@@ -377,10 +389,24 @@ cudaError_t cudaMemGetInfo(std::size_t* free, std::size_t* total) noexcept
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, void const* function) noexcept
 {
   if (attributes == nullptr || function == nullptr) { return cudaErrorInvalidValue; }
-  attributes->binaryVersion = 90;
-  attributes->ptxVersion = 90;
-  attributes->maxThreadsPerBlock = max_threads_per_block;
+  std::lock_guard<std::recursive_mutex> lock(dev().mutex);
+  tapeflow::emu::settings const& config = dev().config;
+  attributes->binaryVersion = config.kernel_binary_version;
+  attributes->ptxVersion = config.kernel_binary_version;
+  attributes->maxThreadsPerBlock =
+    config.kernel_max_threads > 0 ? std::min(config.kernel_max_threads, max_threads_per_block) : max_threads_per_block;
   attributes->sharedSizeBytes = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncGetName(char const** name, void const* function) noexcept
+{
+  if (name == nullptr || function == nullptr) { return cudaErrorInvalidValue; }
+  Dl_info info{};
+  if (dladdr(function, &info) == 0 || info.dli_sname == nullptr || info.dli_saddr != function) {
+    return cudaErrorInvalidDeviceFunction;
+  }
+  *name = info.dli_sname;
   return cudaSuccess;
 }
 
@@ -718,6 +744,10 @@ cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) noexcept
 // Launches, host work and settings.
 namespace tapeflow::emu {
 
+namespace {
+std::atomic<std::uint64_t> epoch{0};
+}  // namespace
+
 void launch_kernel(dim3 grid, dim3 block, std::size_t dynamic_smem_bytes, cudaStream_t stream, kernel_body body)
 {
   std::lock_guard<std::recursive_mutex> lock(dev().mutex);
@@ -764,8 +794,11 @@ settings configure(settings const& next)
   settings const previous = dev().config;
   dev().config = resolved(next);
   dev().launches = 0;  // launches are counted afresh: a seed gives the same schedules from here on
+  epoch.fetch_add(1, std::memory_order_relaxed);
   return previous;
 }
+
+std::uint64_t configuration_epoch() noexcept { return epoch.load(std::memory_order_relaxed); }
 
 void clear_error()
 {

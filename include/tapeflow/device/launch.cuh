@@ -9,9 +9,19 @@
 
 #include <climits>
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
+
+#if defined(__GNUG__)
+#include <cxxabi.h>
+#endif
 
 namespace tapeflow::device {
 
@@ -26,6 +36,103 @@ dim3 launch_extent(I count)
 }
 }  // namespace detail
 
+/// What the code loaded for one kernel on the current device allows (cudaFuncGetAttributes): its
+/// own thread limit, lower than the device's where the kernel needs many registers, and the
+/// architecture of the code the driver picked, lower than the device's in a binary built for older
+/// GPUs only (an sm_80-only build on an H100 runs sm_80 code).
+struct kernel_facts {
+  std::string name;             ///< demangled where the platform names kernels, else the address
+  int max_threads_per_block{0};
+  int binary_version{0};        ///< major*10+minor of the loaded code (90: sm_90)
+};
+
+namespace detail {
+
+inline std::string kernel_name(void const* kernel)
+{
+  char const* raw = nullptr;
+#if defined(TAPEFLOW_PLATFORM_HIP)
+  raw = hipKernelNameRefByPtr(kernel, nullptr);
+#elif defined(TAPEFLOW_PLATFORM_EMULATED) || (defined(CUDART_VERSION) && CUDART_VERSION >= 12030)
+  if (cudaFuncGetName(&raw, kernel) != cudaSuccess) {
+    static_cast<void>(cudaGetLastError());
+    raw = nullptr;
+  }
+#endif
+  if (raw == nullptr || *raw == '\0') {
+    char address[2 + 2 * sizeof(void*) + 1];
+    std::snprintf(address, sizeof address, "%p", kernel);
+    return std::string{"the kernel at "} + address;
+  }
+#if defined(__GNUG__)
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(raw, nullptr, nullptr, &status), std::free);
+  if (status == 0 && demangled) { return demangled.get(); }
+#endif
+  return raw;
+}
+
+/// The current device, as far as what it reports about kernels goes: its ordinal, or on the
+/// emulated device the configuration epoch (the emulator may be told to report other facts).
+inline std::uint64_t current_device()
+{
+#if defined(TAPEFLOW_PLATFORM_EMULATED)
+  return emu::configuration_epoch();
+#else
+  int ordinal = 0;
+  TAPEFLOW_CUDA_TRY(cudaGetDevice(&ordinal));
+  return static_cast<std::uint64_t>(ordinal);
+#endif
+}
+
+/// The least code architecture (binary_version) a launch on this thread needs: with_tile_pipeline
+/// raises it to 90 around the launch of a bulk-copy kernel, so that one loaded as older code is a
+/// typed error at launch rather than a trap inside it.
+inline int& required_binary_version() noexcept
+{
+  thread_local int version = 0;
+  return version;
+}
+
+struct require_binary_version {
+  explicit require_binary_version(int version) noexcept : previous_(required_binary_version())
+  {
+    required_binary_version() = version;
+  }
+  ~require_binary_version() { required_binary_version() = previous_; }
+  require_binary_version(require_binary_version const&) = delete;
+  require_binary_version& operator=(require_binary_version const&) = delete;
+
+ private:
+  int previous_;
+};
+
+}  // namespace detail
+
+/// The facts of the code loaded for `kernel` on the current device, queried once per kernel and
+/// device and cached (a launch reads them, so they must cost a map lookup, not a driver call).
+inline kernel_facts const& facts_of(void const* kernel)
+{
+  static std::mutex mutex;
+  static std::map<std::pair<void const*, std::uint64_t>, std::unique_ptr<kernel_facts const>> cache;
+  std::uint64_t const ordinal = detail::current_device();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& entry = cache[{kernel, ordinal}];
+  if (!entry) {
+    cudaFuncAttributes attributes{};
+    TAPEFLOW_CUDA_TRY(cudaFuncGetAttributes(&attributes, kernel));
+    entry = std::make_unique<kernel_facts const>(
+      kernel_facts{detail::kernel_name(kernel), attributes.maxThreadsPerBlock, attributes.binaryVersion});
+  }
+  return *entry;
+}
+
+template <class... Params>
+kernel_facts const& facts_of(void (*kernel)(Params...))
+{
+  return facts_of(reinterpret_cast<void const*>(kernel));
+}
+
 /// tapeflow's one kernel launch path: `kernel<<<grid, block, smem_bytes, stream>>>(args...)` on CUDA
 /// and HIP, a launch of fibers on the emulated device; the launch is checked (a bad shape or a
 /// launch failure throws platform_error). `grid` and `block` are dim3 or positive integers; the
@@ -37,6 +144,20 @@ void launch(void (*kernel)(Params...), Grid grid, Block block, std::size_t smem_
   static_assert(sizeof...(Params) == sizeof...(Args), "launch: the kernel takes a different number of arguments");
   dim3 const g = detail::launch_extent(grid);
   dim3 const b = detail::launch_extent(block);
+  // The kernel's own limits, not only the device's: a kernel that needs many registers launches
+  // fewer threads than maxThreadsPerBlock, and a bulk-copy kernel must be sm_90 code. Either is
+  // a plan this kernel cannot run, refused before the launch with the kernel's name.
+  kernel_facts const& facts = facts_of(kernel);
+  unsigned long long const threads = static_cast<unsigned long long>(b.x) * b.y * b.z;
+  TAPEFLOW_EXPECTS(threads <= static_cast<unsigned long long>(facts.max_threads_per_block),
+                   facts.name + " runs at most " + std::to_string(facts.max_threads_per_block) +
+                     " threads per block on this device (its registers); the launch asked for " +
+                     std::to_string(threads) + ": plan fewer block threads");
+  TAPEFLOW_EXPECTS(facts.binary_version >= detail::required_binary_version(),
+                   facts.name + " was loaded as sm_" + std::to_string(facts.binary_version) +
+                     " code, and the bulk-copy pipeline needs sm_" +
+                     std::to_string(detail::required_binary_version()) +
+                     " code: build for that architecture, or plan without bulk_copy");
 #if defined(TAPEFLOW_PLATFORM_EMULATED)
   emu::launch_kernel(g, b, smem_bytes, to_native(stream),
                      [kernel, params = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)] {
@@ -85,10 +206,28 @@ void with_tile_pipeline(pipeline_plan const& plan, F&& f)
     }
   };
   if (plan.bulk_copy) {
+    detail::require_binary_version const sm90(90);
     dispatch(std::integral_constant<int, -1>{});
   } else {
     dispatch(std::integral_constant<int, 1>{});
   }
+#endif
+}
+
+/// Whether the bulk-copy pipeline can run a reverse kernel here: the code the driver loaded for
+/// it is sm_90 or newer (so the device has the bulk-copy engine). A binary built for sm_80 only
+/// runs sm_80 code on an H100, where the bulk pipeline would trap. `kernel_for(integral_constant<
+/// int, S>)` returns the reverse kernel for stage count S (tile_pipeline<R, S>); it is asked for a
+/// bulk instantiation only where the bulk pipeline is compiled. A Step's bulk_copy_runs()
+/// (tapeflow/step.hpp) returns this, and the chain then grants bulk_copy only where it holds.
+template <class KernelFor>
+[[nodiscard]] bool bulk_copy_runs(KernelFor&& kernel_for)
+{
+#if defined(TAPEFLOW_HAS_BULK_PIPELINE)
+  return facts_of(kernel_for(std::integral_constant<int, -2>{})).binary_version >= 90;
+#else
+  static_cast<void>(kernel_for);
+  return false;
 #endif
 }
 

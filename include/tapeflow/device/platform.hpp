@@ -41,7 +41,9 @@ inline cudaError_t graph_instantiate(cudaGraphExec_t* exec, cudaGraph_t graph)
 #define cudaDevAttrWarpSize hipDeviceAttributeWarpSize
 #define cudaDriverGetVersion hipDriverGetVersion
 #define cudaError_t hipError_t
+#define cudaErrorInsufficientDriver hipErrorInsufficientDriver
 #define cudaErrorMemoryAllocation hipErrorOutOfMemory
+#define cudaErrorNoDevice hipErrorNoDevice
 #define cudaEventCreate hipEventCreate
 #define cudaEventDestroy hipEventDestroy
 #define cudaEventElapsedTime hipEventElapsedTime
@@ -49,7 +51,10 @@ inline cudaError_t graph_instantiate(cudaGraphExec_t* exec, cudaGraph_t graph)
 #define cudaEventSynchronize hipEventSynchronize
 #define cudaEvent_t hipEvent_t
 #define cudaFreeAsync hipFreeAsync
+#define cudaFuncAttributes hipFuncAttributes
+#define cudaFuncGetAttributes hipFuncGetAttributes
 #define cudaFreeHost hipHostFree
+#define cudaGetDevice hipGetDevice
 #define cudaGetDeviceCount hipGetDeviceCount
 #define cudaGetDeviceProperties hipGetDeviceProperties
 #define cudaGetErrorName hipGetErrorName

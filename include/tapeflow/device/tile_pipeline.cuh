@@ -63,8 +63,9 @@ __device__ R* staging_slots() noexcept
   return dynamic_shared<R>();
 }
 
-/// True where the bulk-copy pipeline can run: an sm_90+ CUDA device (the binary must also hold
-/// sm_90 code for the kernel: cudaFuncAttributes::binaryVersion says, as kernels/tape_bound checks).
+/// True where the device has the bulk-copy engine: an sm_90+ CUDA device. The code loaded for the
+/// kernel must also be sm_90 (device::bulk_copy_runs in launch.cuh asks cudaFuncGetAttributes, and
+/// device::launch refuses a bulk kernel loaded as older code).
 [[nodiscard]] inline bool bulk_copy_supported(device_limits const& limits) noexcept
 {
   return limits.kind == backend::cuda && limits.compute_capability >= 90;
@@ -240,7 +241,7 @@ struct bulk_tile_pipeline {
 #else
     static_cast<void>(tape);
     static_cast<void>(consume);
-    __trap();  // launched on a device without bulk copies: the host checks bulk_copy_supported()
+    __trap();  // older code: device::launch refuses it (the bulk dispatch requires sm_90 code)
 #endif
   }
 };

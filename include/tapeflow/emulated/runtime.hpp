@@ -49,6 +49,9 @@ enum cudaError_t : int {
   cudaErrorMemoryAllocation = 2,
   cudaErrorInvalidConfiguration = 9,
   cudaErrorInvalidDevicePointer = 17,
+  cudaErrorInsufficientDriver = 35,
+  cudaErrorInvalidDeviceFunction = 98,
+  cudaErrorNoDevice = 100,
   cudaErrorInvalidResourceHandle = 400,
   cudaErrorNotReady = 600,
   cudaErrorLaunchFailure = 719,
@@ -104,6 +107,9 @@ struct cudaFuncAttributes {
   std::size_t sharedSizeBytes;
 };
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, void const* function) noexcept;
+/// The kernel's (mangled) symbol where the dynamic linker knows it; cudaErrorInvalidDeviceFunction
+/// otherwise (a symbol the executable does not export).
+cudaError_t cudaFuncGetName(char const** name, void const* function) noexcept;
 template <class... Params>
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, void (*function)(Params...)) noexcept
 {
@@ -193,8 +199,17 @@ struct settings {
   bool lazy_streams{true};         ///< stream work runs when something waits for it, not when enqueued
   std::size_t memory_bytes{std::size_t{4} << 30};  ///< the device's memory
   std::size_t stack_bytes{0};      ///< per fiber (0: 64 KiB, 512 KiB under AddressSanitizer)
+  /// What cudaFuncGetAttributes reports for every kernel, to play binaries and kernels the device
+  /// cannot take as they are: the architecture of the loaded code (80: a binary built for sm_80
+  /// only, run on this sm_90 device), and the kernel's own thread limit (0: the device's 1024;
+  /// lower: a kernel that needs many registers).
+  int kernel_binary_version{90};
+  int kernel_max_threads{0};
 };
 [[nodiscard]] settings current_settings();
+/// Counts configure() calls: host code that caches what the device reports about kernels keys
+/// its cache by this too (a reconfigured emulator is, for that, another device).
+[[nodiscard]] std::uint64_t configuration_epoch() noexcept;
 /// Replaces the settings (runs every stream's queued work first) and restarts the launch count the
 /// random schedule's seeds derive from; returns the previous settings.
 settings configure(settings const& next);

@@ -31,6 +31,8 @@ int cpu_device_count() noexcept { return 1; }
 
 std::string cpu_unavailable_reason() { return {}; }
 
+bool cpu_device_unusable() noexcept { return false; }
+
 device_limits cpu_limits(int ordinal)
 {
   device_limits limits;
@@ -245,7 +247,7 @@ float cpu_elapsed_ms(void* start, void* stop)
 
 backend_ops const& cpu_backend_ops() noexcept
 {
-  static backend_ops const table{backend::cpu,       cpu_device_count,    cpu_unavailable_reason,
+  static backend_ops const table{backend::cpu,       cpu_device_count,    cpu_unavailable_reason, cpu_device_unusable,
                                  cpu_limits,         cpu_allocate,        cpu_deallocate,
                                  cpu_copy,           cpu_fill,            cpu_synchronize,
                                  cpu_create_stream,  cpu_destroy_stream,  cpu_allocate_host,

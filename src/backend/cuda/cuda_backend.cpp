@@ -21,8 +21,18 @@ constexpr char const* platform_name = "CUDA";
 
 struct device_census {
   int count{0};
+  bool unusable{false};
   std::string reason;
 };
+
+std::string platform_name_version(int version)
+{
+#if defined(TAPEFLOW_PLATFORM_HIP)
+  return "HIP " + std::to_string(version);
+#else
+  return "CUDA " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+#endif
+}
 
 device_census const& census() noexcept
 {
@@ -32,8 +42,20 @@ device_census const& census() noexcept
     if (status != cudaSuccess) {
       static_cast<void>(cudaGetLastError());
       c.count = 0;
-      c.reason = std::string{"no "} + platform_name + " device: device count query returned " +
-                 cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")";
+      // No driver at all reads as "insufficient driver" too: the installed driver's version
+      // (0 when there is none) tells a machine without a GPU from one whose driver is too old.
+      int driver_version = 0;
+      bool const driver_installed = cudaDriverGetVersion(&driver_version) == cudaSuccess && driver_version > 0;
+      static_cast<void>(cudaGetLastError());
+      count_failure const failure = status == cudaErrorNoDevice             ? count_failure::no_device
+                                    : status == cudaErrorInsufficientDriver ? count_failure::insufficient_driver
+                                                                            : count_failure::other;
+      c.unusable = count_failure_means_unusable(failure, driver_installed);
+      c.reason = std::string{c.unusable ? "an unusable " : "no "} + platform_name +
+                 " device: device count query returned " + cudaGetErrorName(status) + " (" +
+                 cudaGetErrorString(status) + ")" +
+                 (driver_installed ? ", with a driver for " + platform_name_version(driver_version) + " installed"
+                                   : std::string{", and no driver is installed"});
     } else if (c.count == 0) {
       c.reason = std::string{"no "} + platform_name + " device: the driver reports 0 devices";
     }
@@ -43,6 +65,8 @@ device_census const& census() noexcept
 }
 
 int cuda_device_count() noexcept { return census().count; }
+
+bool cuda_device_unusable() noexcept { return census().unusable; }
 
 std::string cuda_unavailable_reason() { return census().reason; }
 
@@ -228,7 +252,7 @@ backend_ops const& hip_backend_ops() noexcept
 backend_ops const& cuda_backend_ops() noexcept
 #endif
 {
-  static backend_ops const table{gpu_backend,          cuda_device_count,    cuda_unavailable_reason,
+  static backend_ops const table{gpu_backend,          cuda_device_count,    cuda_unavailable_reason, cuda_device_unusable,
                                  cuda_limits,          cuda_allocate,        cuda_deallocate,
                                  cuda_copy,            cuda_fill,            cuda_synchronize,
                                  cuda_create_stream,   cuda_destroy_stream,  cuda_allocate_host,

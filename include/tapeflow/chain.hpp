@@ -7,6 +7,8 @@
 //              stream `prefetch_distance` layers ahead (detail/host_tier.hpp);
 //   recompute  a Revolve schedule: snapshots of the state, untaped advances, each layer taped
 //              just before its reverse.
+// Tape memory (layers, ring slots, snapshots, scratch, the parameter adjoint) is allocated by the
+// first forward and reverse and kept until the chain goes: later iterations allocate nothing.
 #pragma once
 
 #include <tapeflow/backend.hpp>
@@ -106,7 +108,14 @@ chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, s
 /// calls are stream-ordered on `s`. On the CPU backend steps run on the calling thread (and may
 /// spread their loops over tapeflow::cpu::parallel_for), ordered on the default stream. A Step
 /// that declares `halo_records()` gets tiles with that many records on each side
-/// (tapeflow/halo.hpp, cpu::reverse_windows).
+/// (tapeflow/halo.hpp, cpu::reverse_windows). A Step that declares `parameter_size()` gets a
+/// parameter adjoint in its reverse, zeroed at each reverse(), which every step's reverse adds its
+/// dL/dθ to in the reverse's fixed order (last step first) under every policy and tier: read it
+/// back with parameter_adjoint().
+///
+/// The chain keeps its tape memory (a buffer_pool, the host tier's ring, snapshots and scratch)
+/// from its first forward and reverse until it is destroyed, so that later iterations allocate
+/// nothing; between iterations it holds its peak.
 template <class Step, bool = is_step_v<Step>>
 class chain {
  public:
@@ -114,8 +123,8 @@ class chain {
   using record_type = typename Step::record_type;
 
   chain(Step step, std::size_t steps, chain_options options)
-    : step_(std::move(step)), steps_(steps), options_(std::move(options)),
-      tape_(options_.kind, tape_options{options_.budget_bytes})
+    : step_(std::move(step)), steps_(steps), options_(std::move(options)), pool_(options_.kind),
+      tape_(options_.kind, tape_options{options_.budget_bytes, &pool_})
   {
     require_record<record_type>();
     options_.pipeline.halo_records = std::max(options_.pipeline.halo_records, halo_records_of(step_));
@@ -126,6 +135,9 @@ class chain {
                        std::string{to_string(stats_.policy)} + "'");
     if (stats_.policy == tape_policy::recompute) {
       schedule_ = revolve_schedule(steps_, stats_.tiers.snapshots);
+    }
+    if (std::size_t const n = parameter_size_of(step_); n > 0) {
+      parameter_adjoint_ = device_buffer(options_.kind, n * sizeof(value_type));
     }
   }
 
@@ -143,6 +155,11 @@ class chain {
   [[nodiscard]] std::size_t state_bytes() const noexcept { return step_.state_size() * sizeof(value_type); }
   /// The device tier's layers recorded by forward() and not yet reversed.
   [[nodiscard]] tape const& recorded() const noexcept { return tape_; }
+  /// Values in the Step's parameters (0 for a Step without parameter_size()).
+  [[nodiscard]] std::size_t parameter_size() const { return parameter_size_of(step_); }
+  /// dL/dθ summed over every step by the last reverse(), parameter_size() values of value_type in
+  /// the chain's backend memory (stream-ordered after that reverse); empty without parameters.
+  [[nodiscard]] device_buffer const& parameter_adjoint() const noexcept { return parameter_adjoint_; }
 
   /// Runs the forward: `state` holds the initial state and, afterwards, the final one. Throws
   /// logic_error when a recorded forward is still waiting for its reverse.
@@ -152,6 +169,7 @@ class chain {
     TAPEFLOW_EXPECTS(!pending_, "forward() called again before reverse() consumed the tape");
     check_state(state, "state");
     stream_view const s = compute_stream(stream);
+    follow_last_call(s);
     prepare_tiers();
     timer t{*this, s, stats_.forward_ms};
     peak_ = 0;
@@ -171,6 +189,7 @@ class chain {
       throw;
     }
     pending_ = true;
+    end_call(s);
   }
 
   /// Runs the reverse: `adjoint` holds dL/d(final state) and, afterwards, dL/d(initial state).
@@ -181,10 +200,12 @@ class chain {
     TAPEFLOW_EXPECTS(pending_, "reverse() needs a completed forward() whose tape was not reversed yet");
     check_state(adjoint, "adjoint");
     stream_view const s = compute_stream(stream);
+    follow_last_call(s);
     pending_ = false;
     {
       timer t{*this, s, stats_.reverse_ms};
       try {
+        if (parameter_adjoint_.size() > 0) { parameter_adjoint_.fill(0, s); }  // all-zero bytes are 0.0
         if (options_.capture_reverse) {
           captured_reverse(adjoint, s);
         } else if (stats_.policy == tape_policy::recompute) {
@@ -199,13 +220,14 @@ class chain {
     }
     stats_.peak_tape_bytes = peak_;
     if (options_.measure_time) { collect_times(); }
+    end_call(s);
   }
 
  private:
   // ---- device and host tiers -------------------------------------------------------------
   void tiered_forward(device_buffer& state, stream_view s)
   {
-    device_buffer scratch(options_.kind, state.size(), s);
+    device_buffer scratch = pool_.take(state.size(), s);
     std::size_t offloaded = 0;
     if (host_) { host_->begin_forward(s); }
     if (options_.capture_reverse && arena_.empty()) {
@@ -240,11 +262,12 @@ class chain {
       std::swap(state, scratch);
       report(chain_phase::forward, t + 1);
     }
+    pool_.give(std::move(scratch));
   }
 
   void tiered_reverse(device_buffer& adjoint, stream_view s)
   {
-    device_buffer scratch(options_.kind, adjoint.size(), s);
+    device_buffer scratch = pool_.take(adjoint.size(), s);
     std::size_t offloaded = stats_.tiers.count(tier::host);
     if (host_) { host_->begin_reverse(s); }
     for (std::size_t t = steps_; t-- > 0;) {
@@ -253,12 +276,12 @@ class chain {
       if (stats_.tiers.tiers[t] == tier::host) {
         --offloaded;
         auto const* slot = static_cast<record_type const*>(host_->begin_read(offloaded, s));
-        step_.reverse(t, tape_reader<record_type>{slot, stats_.plan.layout()}, stats_.plan,
-                      adjoint.data_as<value_type>(), scratch.data_as<value_type>(), s);
+        reverse_step(t, tape_reader<record_type>{slot, stats_.plan.layout()}, adjoint.data_as<value_type>(),
+                     scratch.data_as<value_type>(), s);
         host_->end_read(offloaded, s);
       } else {
-        step_.reverse(t, tape_.top().template reader<record_type>(), stats_.plan, adjoint.data_as<value_type>(),
-                      scratch.data_as<value_type>(), s);
+        reverse_step(t, tape_.top().template reader<record_type>(), adjoint.data_as<value_type>(),
+                     scratch.data_as<value_type>(), s);
         tape_.pop();
       }
       std::swap(adjoint, scratch);
@@ -268,6 +291,7 @@ class chain {
       host_->end_reverse(s);
       stats_.prefetches = host_->prefetches();
     }
+    pool_.give(std::move(scratch));
   }
 
   // ---- the resident tape, reversed by a captured program ------------------------------------
@@ -279,9 +303,8 @@ class chain {
           std::size_t const in = (steps_ - 1 - t) % 2;
           device_buffer& out = adjoints_[1 - in];
           if (options_.poison) { out.fill(0xFF, ps); }
-          step_.reverse(t, tape_reader<record_type>{arena_[t].template data_as<record_type>(), stats_.plan.layout()},
-                        stats_.plan, adjoints_[in].template data_as<value_type>(), out.template data_as<value_type>(),
-                        ps);
+          reverse_step(t, tape_reader<record_type>{arena_[t].template data_as<record_type>(), stats_.plan.layout()},
+                       adjoints_[in].template data_as<value_type>(), out.template data_as<value_type>(), ps);
         }
       });
     }
@@ -297,10 +320,13 @@ class chain {
   void recompute_forward(device_buffer& state, stream_view s)
   {
     std::size_t const bytes = state.size();
-    work_.emplace(options_.kind, bytes, s);
-    scratch_.emplace(options_.kind, bytes, s);
-    snapshots_.clear();
-    for (std::size_t k = 0; k < stats_.tiers.snapshots; ++k) { snapshots_.emplace_back(options_.kind, bytes, s); }
+    // Kept from the last gradient (freed only by abandon() and the chain's destructor).
+    if (!work_) { work_.emplace(options_.kind, bytes, s); }
+    if (!scratch_) { scratch_.emplace(options_.kind, bytes, s); }
+    if (snapshots_.size() != stats_.tiers.snapshots) {
+      snapshots_.clear();
+      for (std::size_t k = 0; k < stats_.tiers.snapshots; ++k) { snapshots_.emplace_back(options_.kind, bytes, s); }
+    }
     track_peak();
     work_->copy_from(state, s);
     next_action_ = 0;
@@ -312,7 +338,7 @@ class chain {
 
   void recompute_reverse(device_buffer& adjoint, stream_view s)
   {
-    device_buffer scratch(options_.kind, adjoint.size(), s);
+    device_buffer scratch = pool_.take(adjoint.size(), s);
     for (; next_action_ < schedule_.size(); ++next_action_) {
       revolve_action const& a = schedule_[next_action_];
       if (a.op != revolve_op::reverse) {
@@ -321,15 +347,13 @@ class chain {
       }
       TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
       poison(scratch, s);
-      step_.reverse(a.from, tape_.top().template reader<record_type>(), stats_.plan, adjoint.data_as<value_type>(),
-                    scratch.data_as<value_type>(), s);
+      reverse_step(a.from, tape_.top().template reader<record_type>(), adjoint.data_as<value_type>(),
+                   scratch.data_as<value_type>(), s);
       tape_.pop();
       std::swap(adjoint, scratch);
       report(chain_phase::reverse, steps_ - a.from);
     }
-    snapshots_.clear();
-    work_.reset();
-    scratch_.reset();
+    pool_.give(std::move(scratch));
   }
 
   void run_action(revolve_action const& a, stream_view s)
@@ -369,6 +393,34 @@ class chain {
   }
 
   // ---- bookkeeping -------------------------------------------------------------------------
+  /// The Step's reverse of step `t`, handed the parameter adjoint when the Step has parameters.
+  void reverse_step(std::size_t t, tape_reader<record_type> reader, value_type const* adjoint_out,
+                    value_type* adjoint_in, stream_view s)
+  {
+    if constexpr (has_parameters_v<Step>) {
+      step_.reverse(t, reader, stats_.plan, adjoint_out, adjoint_in, parameter_adjoint_.data_as<value_type>(), s);
+    } else {
+      step_.reverse(t, reader, stats_.plan, adjoint_out, adjoint_in, s);
+    }
+  }
+
+  /// The memory this call reuses was last used by the previous call: when that ran on another
+  /// stream, this one waits for it (stream-ordered; the host does not wait).
+  void follow_last_call(stream_view s)
+  {
+    if (options_.kind == backend::cpu) { return; }  // one stream: inline, in order
+    if (!last_call_) { last_call_.emplace(options_.kind); }
+    if (called_ && s.native() != last_stream_.native()) { last_call_->wait(s); }
+  }
+
+  void end_call(stream_view s)
+  {
+    if (options_.kind == backend::cpu) { return; }
+    last_call_->record(s);
+    last_stream_ = s;
+    called_ = true;
+  }
+
   stream_view compute_stream(stream_view requested) const noexcept
   {
     // CPU steps run inline on the calling thread: order everything on the default stream.
@@ -489,6 +541,7 @@ class chain {
   Step step_;
   std::size_t steps_;
   chain_options options_;
+  buffer_pool pool_;  // layers and scratch; declared before the tape, which gives back to it
   tape tape_;
   chain_stats stats_{};
   bool pending_{false};
@@ -505,6 +558,12 @@ class chain {
   std::vector<device_buffer> arena_;
   device_buffer adjoints_[2];
   std::unique_ptr<captured_program> program_;
+  // dL/dθ (Steps with parameters)
+  device_buffer parameter_adjoint_;
+  // the last forward()/reverse() and its stream, which the next call's reuse of memory follows
+  std::optional<event> last_call_;
+  stream_view last_stream_{};
+  bool called_{false};
   // timing marks (measure_time)
   std::vector<std::unique_ptr<event>> marks_;
   std::vector<std::pair<event*, event*>> recompute_events_;

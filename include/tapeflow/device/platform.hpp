@@ -50,6 +50,8 @@ inline cudaError_t graph_instantiate(cudaGraphExec_t* exec, cudaGraph_t graph)
 #define cudaEvent_t hipEvent_t
 #define cudaFreeAsync hipFreeAsync
 #define cudaFreeHost hipHostFree
+#define cudaDeviceGetDefaultMemPool hipDeviceGetDefaultMemPool
+#define cudaGetDevice hipGetDevice
 #define cudaGetDeviceCount hipGetDeviceCount
 #define cudaGetDeviceProperties hipGetDeviceProperties
 #define cudaGetErrorName hipGetErrorName
@@ -63,6 +65,10 @@ inline cudaError_t graph_instantiate(cudaGraphExec_t* exec, cudaGraph_t graph)
 #define cudaMallocAsync hipMallocAsync
 #define cudaMallocHost(ptr, bytes) hipHostMalloc((ptr), (bytes), hipHostMallocDefault)
 #define cudaMemGetInfo hipMemGetInfo
+#define cudaMemPoolAttrReleaseThreshold hipMemPoolAttrReleaseThreshold
+#define cudaMemPoolGetAttribute hipMemPoolGetAttribute
+#define cudaMemPoolSetAttribute hipMemPoolSetAttribute
+#define cudaMemPool_t hipMemPool_t
 #define cudaMemcpy hipMemcpy
 #define cudaMemcpyAsync hipMemcpyAsync
 #define cudaMemcpyDefault hipMemcpyDefault

@@ -6,6 +6,7 @@
 
 #include <tapeflow/chain.hpp>
 #include <tapeflow/cpu/reverse.hpp>
+#include <tapeflow/cpu/tape_store.hpp>
 #include <tapeflow/memory.hpp>
 
 #include <gtest/gtest.h>
@@ -160,6 +161,28 @@ TEST(TapePools, ASecondGradientFaultsInNoFreshPages)
     // One layer alone is 256 pages; a few stray pages (thread stacks, the allocator) are not tape.
     EXPECT_LT(faults, 128) << "minor page faults in the second gradient";
   }
+}
+
+TEST(TapeStore, StreamingStoresWriteTheSameBytesAsACopyAtEveryAlignmentAndLength)
+{
+  std::vector<unsigned char> src(700);
+  for (std::size_t k = 0; k < src.size(); ++k) { src[k] = static_cast<unsigned char>(k * 37 + 11); }
+  alignas(64) unsigned char dst[800];
+  for (std::size_t offset = 0; offset < 16; ++offset) {
+    for (std::size_t bytes : {0, 1, 15, 16, 63, 64, 65, 79, 128, 200, 511, 640}) {
+      std::memset(dst, 0xAB, sizeof dst);
+      cpu::store_to_tape(dst + offset, src.data() + (offset * 3) % 7, bytes);
+      ASSERT_EQ(std::memcmp(dst + offset, src.data() + (offset * 3) % 7, bytes), 0) << offset << " " << bytes;
+      for (std::size_t k = 0; k < sizeof dst; ++k) {
+        if (k < offset || k >= offset + bytes) { ASSERT_EQ(dst[k], 0xAB) << "wrote outside, at " << k; }
+      }
+    }
+  }
+  std::vector<float> values(1000);
+  for (std::size_t k = 0; k < values.size(); ++k) { values[k] = 0.25f * static_cast<float>(k); }
+  std::vector<float> taped(values.size() + 1);
+  cpu::store_to_tape(taped.data() + 1, values.data(), values.size());
+  EXPECT_EQ(std::memcmp(taped.data() + 1, values.data(), values.size() * sizeof(float)), 0);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -136,9 +136,6 @@ class chain {
     if (stats_.policy == tape_policy::recompute) {
       schedule_ = revolve_schedule(steps_, stats_.tiers.snapshots);
     }
-    if (std::size_t const n = parameter_size_of(step_); n > 0) {
-      parameter_adjoint_ = device_buffer(options_.kind, n * sizeof(value_type));
-    }
   }
 
   // Steps and captured programs refer to the chain's buffers by address: a chain stays put.
@@ -158,7 +155,8 @@ class chain {
   /// Values in the Step's parameters (0 for a Step without parameter_size()).
   [[nodiscard]] std::size_t parameter_size() const { return parameter_size_of(step_); }
   /// dL/dθ summed over every step by the last reverse(), parameter_size() values of value_type in
-  /// the chain's backend memory (stream-ordered after that reverse); empty without parameters.
+  /// the chain's backend memory (stream-ordered after that reverse); empty without parameters or
+  /// before the first reverse (which allocates it).
   [[nodiscard]] device_buffer const& parameter_adjoint() const noexcept { return parameter_adjoint_; }
 
   /// Runs the forward: `state` holds the initial state and, afterwards, the final one. Throws
@@ -205,7 +203,7 @@ class chain {
     {
       timer t{*this, s, stats_.reverse_ms};
       try {
-        if (parameter_adjoint_.size() > 0) { parameter_adjoint_.fill(0, s); }  // all-zero bytes are 0.0
+        zero_parameter_adjoint(s);
         if (options_.capture_reverse) {
           captured_reverse(adjoint, s);
         } else if (stats_.policy == tape_policy::recompute) {
@@ -402,6 +400,15 @@ class chain {
     } else {
       step_.reverse(t, reader, stats_.plan, adjoint_out, adjoint_in, s);
     }
+  }
+
+  /// Allocates the parameter adjoint on the first reverse (on its stream), then zeroes it.
+  void zero_parameter_adjoint(stream_view s)
+  {
+    std::size_t const n = parameter_size_of(step_);
+    if (n == 0) { return; }
+    if (parameter_adjoint_.size() == 0) { parameter_adjoint_ = device_buffer(options_.kind, n * sizeof(value_type), s); }
+    parameter_adjoint_.fill(0, s);  // all-zero bytes are 0.0
   }
 
   /// The memory this call reuses was last used by the previous call: when that ran on another

@@ -31,12 +31,19 @@ host_tier::~host_tier() { abandon(); }
 
 void host_tier::begin_forward(stream_view compute)
 {
-  TAPEFLOW_EXPECTS(ring_.empty(), "the host tier's ring is already in use");
-  ring_.reserve(slots_);
-  for (std::size_t k = 0; k < slots_; ++k) {
-    ring_.emplace_back(kind_, layer_bytes_, compute);
-    slot_free_[k].record(compute);
+  TAPEFLOW_EXPECTS(!active_, "the host tier's ring is already in use");
+  if (ring_.empty()) {
+    ring_.reserve(slots_);
+    for (std::size_t k = 0; k < slots_; ++k) { ring_.emplace_back(kind_, layer_bytes_, compute); }
+  } else {
+    // The ring stays from the last gradient: this forward writes it after that reverse's reads
+    // and both copy streams are done with it (recorded by end_reverse; free on the same stream).
+    reads_done_.wait(compute);
+    copies_done_.wait(compute);
+    offloaded_.wait(compute);
   }
+  for (std::size_t k = 0; k < slots_; ++k) { slot_free_[k].record(compute); }
+  active_ = true;
   forward_stall_ms_ = 0;
 }
 
@@ -79,7 +86,7 @@ void host_tier::issue_prefetches(std::size_t up_to)
 
 void host_tier::begin_reverse(stream_view)
 {
-  TAPEFLOW_EXPECTS(ring_.size() == slots_, "the host tier's reverse needs its forward first");
+  TAPEFLOW_EXPECTS(active_ && ring_.size() == slots_, "the host tier's reverse needs its forward first");
   // A prefetch reads a layer's pinned copy: every D2H copy of the forward must have landed.
   // (Waiting on each ring slot's last user is not enough: the last layers written are still
   // being copied out of slots that no prefetch reuses first.)
@@ -119,8 +126,9 @@ double host_tier::collect(std::vector<event>& marks) const
 void host_tier::end_reverse(stream_view compute)
 {
   // Every prefetch was waited for by a read, and every D2H copy by the prefetches (offloaded_).
-  // The ring is freed on the stream it was allocated on, ordered after the last read and both
-  // copy streams by events: the host does not wait (unless stalls are being measured).
+  // The ring stays for the next forward (begin_forward waits for these events); the stream it
+  // was allocated on, which frees it when the chain goes, is ordered after the last read and
+  // both copy streams by the same events: the host does not wait (unless stalls are measured).
   stream_view const owner = ring_.front().stream();
   reads_done_.record(compute);
   reads_done_.wait(owner);
@@ -133,7 +141,7 @@ void host_tier::end_reverse(stream_view compute)
     forward_stall_ms_ = collect(forward_marks_);
     reverse_stall_ms_ = collect(reverse_marks_);
   }
-  ring_.clear();
+  active_ = false;
 }
 
 void host_tier::abandon() noexcept
@@ -144,6 +152,7 @@ void host_tier::abandon() noexcept
   } catch (...) {  // the original failure is what the caller sees
   }
   ring_.clear();
+  active_ = false;
   issued_ = 0;
 }
 

@@ -17,6 +17,8 @@ namespace {
 struct usage_counters {
   std::atomic<std::size_t> current{0};
   std::atomic<std::size_t> peak{0};
+  std::atomic<std::size_t> allocations{0};
+  std::atomic<std::size_t> allocated_bytes{0};
 };
 
 usage_counters& counters(backend kind) noexcept
@@ -53,6 +55,8 @@ void inject_copy_fault(std::size_t bytes)
 
 void account(usage_counters& c, std::size_t bytes) noexcept
 {
+  c.allocations.fetch_add(1);
+  c.allocated_bytes.fetch_add(bytes);
   std::size_t const now = c.current.fetch_add(bytes) + bytes;
   std::size_t peak = c.peak.load();
   while (now > peak && !c.peak.compare_exchange_weak(peak, now)) {}
@@ -143,7 +147,7 @@ void device_buffer::fill(unsigned char value, stream_view stream)
 memory_usage device_memory_usage(backend kind) noexcept
 {
   usage_counters const& c = counters(kind);
-  return {c.current.load(), c.peak.load()};
+  return {c.current.load(), c.peak.load(), c.allocations.load(), c.allocated_bytes.load()};
 }
 
 void reset_device_memory_peak(backend kind) noexcept
@@ -155,13 +159,50 @@ void reset_device_memory_peak(backend kind) noexcept
 memory_usage host_memory_usage(backend kind) noexcept
 {
   usage_counters const& c = host_counters(kind);
-  return {c.current.load(), c.peak.load()};
+  return {c.current.load(), c.peak.load(), c.allocations.load(), c.allocated_bytes.load()};
 }
 
 void reset_host_memory_peak(backend kind) noexcept
 {
   usage_counters& c = host_counters(kind);
   c.peak.store(c.current.load());
+}
+
+device_buffer buffer_pool::take(std::size_t bytes, stream_view stream)
+{
+  // Last given, first taken: a reverse gives its layers back last-first, the next forward takes
+  // them first-first, so each layer gets the memory it had (and the cache lines it left).
+  for (std::size_t k = kept_.size(); k-- > 0;) {
+    if (kept_[k].size() != bytes) { continue; }
+    device_buffer found = std::move(kept_[k]);
+    kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(k));
+    kept_bytes_ -= bytes;
+    return found;
+  }
+  if (kept_.capacity() < allocations_ + 1) {
+    // give() must not allocate: room for every buffer this pool has handed out.
+    kept_.reserve(std::max(2 * kept_.capacity(), allocations_ + 1));
+  }
+  device_buffer fresh(kind_, bytes, stream);
+  ++allocations_;
+  return fresh;
+}
+
+void buffer_pool::give(device_buffer&& buffer) noexcept
+{
+  if (buffer.size() == 0) { return; }
+  if (buffer.kind() != kind_ || kept_.size() == kept_.capacity()) {
+    device_buffer const dropped = std::move(buffer);  // not ours, or no room: freed here
+    return;
+  }
+  kept_bytes_ += buffer.size();
+  kept_.push_back(std::move(buffer));
+}
+
+void buffer_pool::clear() noexcept
+{
+  kept_.clear();
+  kept_bytes_ = 0;
 }
 
 pinned_buffer::pinned_buffer(backend kind, std::size_t bytes) : kind_(kind), bytes_(bytes)

@@ -2,6 +2,8 @@
 #include <tapeflow/nvtx.hpp>
 #include <tapeflow/tape.hpp>
 
+#include <utility>
+
 namespace tapeflow {
 
 namespace {
@@ -15,6 +17,14 @@ layer::layer(backend kind, std::size_t index, std::size_t record_bytes, tile_lay
   : index_(index), record_bytes_(record_bytes), layout_(layout),
     storage_(kind, record_bytes * layout.records, stream)
 {
+}
+
+layer::layer(std::size_t index, std::size_t record_bytes, tile_layout layout, device_buffer storage)
+  : index_(index), record_bytes_(record_bytes), layout_(layout), storage_(std::move(storage))
+{
+  TAPEFLOW_EXPECTS(storage_.size() >= record_bytes * layout.records,
+                   "layer " + std::to_string(index) + " needs " + std::to_string(record_bytes * layout.records) +
+                     " bytes; its storage holds " + std::to_string(storage_.size()));
 }
 
 void layer::commit()
@@ -40,7 +50,12 @@ void layer::check_access(std::size_t record_bytes, layer_state wanted, char cons
                                        std::string{to_string(state_)});
 }
 
-tape::tape(backend kind, tape_options options) : kind_(kind), options_(options) {}
+tape::tape(backend kind, tape_options options) : kind_(kind), options_(options)
+{
+  TAPEFLOW_EXPECTS(options_.pool == nullptr || options_.pool->kind() == kind,
+                   "a tape on backend " + std::string{to_string(kind)} + " cannot take layers from a pool on " +
+                     std::string{to_string(options_.pool->kind())});
+}
 
 layer& tape::push(std::size_t record_bytes, std::size_t records, std::size_t tile_records, stream_view stream)
 {
@@ -60,7 +75,12 @@ layer& tape::push(std::size_t record_bytes, std::size_t records, std::size_t til
                     std::to_string(options_.budget_bytes) + "-byte device budget",
                   bytes);
   }
-  layers_.emplace_back(kind_, layers_.size(), record_bytes, tile_layout{records, tile_records}, stream);
+  if (options_.pool != nullptr) {
+    device_buffer storage = options_.pool->take(bytes, stream);
+    layers_.emplace_back(layers_.size(), record_bytes, tile_layout{records, tile_records}, std::move(storage));
+  } else {
+    layers_.emplace_back(kind_, layers_.size(), record_bytes, tile_layout{records, tile_records}, stream);
+  }
   bytes_ += bytes;
   peak_bytes_ = std::max(peak_bytes_, bytes_);
   ++pushed_;
@@ -84,6 +104,7 @@ void tape::pop()
   TAPEFLOW_NVTX_RANGE("tapeflow::tape::pop");
   TAPEFLOW_EXPECTS(!layers_.empty(), "pop() of an empty tape");
   bytes_ -= layers_.back().bytes();
+  if (options_.pool != nullptr) { options_.pool->give(std::move(layers_.back().storage_)); }
   layers_.pop_back();
 }
 

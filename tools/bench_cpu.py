@@ -3,7 +3,7 @@
 """The CPU backend against JAX's jit(grad) on the same machine, side by side in one run.
 
     python3 tools/bench_cpu.py [--tapeflow build/cpu/tapeflow] [--n 512] [--steps 100] [--runs 5]
-                               [--warmup 3] [--repeats 11] [--out result.json]
+                               [--warmup 3] [--repeats 11] [--out result.json] [--no-jax]
 
 Allen–Cahn (the brief's exact workload), f32: the gradient dL/du0 of L = ½ Σ u_T² after T steps.
 Each of --runs rounds times tapeflow (`tapeflow bench allen-cahn --backend cpu`: a fresh process,
@@ -15,7 +15,14 @@ compared (and JAX's against finite differences, by the peer's own check).
 
 Reports, for each side, the median of the rounds' medians and the stability the issue asks for:
 the slowest round over the fastest (target <= 1.5), and the machine's load before and after.
-Exit status 0 when tapeflow's gradient is at most JAX's and stable, 1 otherwise, 2 on bad usage.
+
+A second row, tapeflow's alone (issue 13): the store policy's augmented forward against the untaped
+primal, from the same runs (`forward_ms` / `primal_ms` of each round's row: the chain is reused, so
+after the first gradient its tape comes from its pools; target <= 1.5), with the allocations the
+runs after the first made (`repeat_allocations`, 0 with the pools). --no-jax measures this row only.
+
+Exit status 0 when tapeflow's gradient is at most JAX's and stable (with --no-jax: when the forward
+row meets its target), 1 otherwise, 2 on bad usage.
 """
 from __future__ import annotations
 
@@ -92,7 +99,8 @@ def tapeflow_round(exe: str, n: int, steps: int, warmup: int, repeats: int, scra
         sys.exit(f"bench_cpu: {' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}{out.stderr}")
     with open(row_path) as f:
         row = json.load(f)
-    return {"median_ms": row["grad_ms"], "primal_ms": row["primal_ms"], "device": row["device"]}
+    return {"median_ms": row["grad_ms"], "primal_ms": row["primal_ms"], "device": row["device"],
+            "forward_ms": row.get("forward_ms"), "repeat_allocations": row.get("repeat_allocations")}
 
 
 def jax_round(n: int, steps: int, warmup: int, repeats: int) -> dict:
@@ -122,6 +130,45 @@ def cross_check(exe: str, n: int, steps: int, scratch: str) -> float:
     return float(np.linalg.norm(a - b) / np.linalg.norm(b))
 
 
+def forward_over_primal(rounds: list) -> dict | None:
+    """The store policy's augmented forward against the untaped primal, per round and overall."""
+    if any(r.get("forward_ms") is None for r in rounds):
+        return None  # a CLI from before the row existed
+    ratios = [r["forward_ms"] / r["primal_ms"] for r in rounds]
+    median = statistics.median(ratios)
+    return {"round_ratios": ratios, "forward_over_primal": median,
+            "forward_ms": statistics.median(r["forward_ms"] for r in rounds),
+            "primal_ms": statistics.median(r["primal_ms"] for r in rounds),
+            "repeat_allocations": max(r.get("repeat_allocations") or 0 for r in rounds),
+            "target": 1.5, "target_met": median <= 1.5}
+
+
+def print_forward_row(row: dict | None) -> None:
+    if not row:
+        print("augmented forward / primal: this CLI does not report forward_ms")
+        return
+    rounds = ", ".join(f"{x:.2f}" for x in row["round_ratios"])
+    print(f"augmented forward (store) / untaped primal = {row['forward_over_primal']:.2f} "
+          f"({row['forward_ms']:.1f} / {row['primal_ms']:.1f} ms; rounds {rounds}); target <= 1.5: "
+          f"{'met' if row['target_met'] else 'MISSED'}; allocations after the first gradient: "
+          f"{row['repeat_allocations']}")
+
+
+def report_forward_only(result: dict, tapeflow: list, row: dict | None, out: str | None) -> int:
+    medians = [x["median_ms"] for x in tapeflow]
+    result["tapeflow"] = {"round_medians_ms": medians, "median_ms": statistics.median(medians),
+                          "slowest_over_fastest": max(medians) / min(medians), "device": tapeflow[0]["device"],
+                          "primal_ms": statistics.median(x["primal_ms"] for x in tapeflow)}
+    print(f"\nAllen-Cahn {result['size']} on {result['cpu']} ({result['cpus']} CPUs); load before "
+          f"{result['before']['loadavg_1_5_15']}, after {result['after']['loadavg_1_5_15']}")
+    print_forward_row(row)
+    if out:
+        with open(out, "w") as f:
+            json.dump(result, f, indent=1)
+            f.write("\n")
+    return 0 if row and row["target_met"] else 1
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tapeflow", default=os.path.join(ROOT, "build", "cpu", "tapeflow"), help="the CLI to time")
@@ -131,28 +178,39 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeats", type=int, default=11)
     p.add_argument("--out", help="write the result as JSON here")
+    p.add_argument("--no-jax", action="store_true", help="time tapeflow only (the augmented-forward row)")
     a = p.parse_args()
     if a.runs < 2 or a.repeats < 1 or a.warmup < 0 or a.n < 1 or a.steps < 1:
         p.error("need --runs >= 2, --repeats >= 1, --warmup >= 0, --n >= 1, --steps >= 1")
     if not os.access(a.tapeflow, os.X_OK):
         p.error(f"{a.tapeflow} is not an executable (build it: cmake --workflow --preset cpu)")
-    try:
-        import jax  # noqa: F401
-    except ImportError:
-        p.error("JAX is not installed (pip install 'jax[cpu]')")
+    if not a.no_jax:
+        try:
+            import jax  # noqa: F401
+        except ImportError:
+            p.error("JAX is not installed (pip install 'jax[cpu]'), or pass --no-jax")
 
     result = {"workload": "allen-cahn", "size": f"{a.n}x{a.n} T{a.steps} f32", "cpu": cpu_model(),
               "cpus": os.cpu_count(), "runs": a.runs, "warmup": a.warmup, "repeats": a.repeats,
               "before": machine_state(), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     with tempfile.TemporaryDirectory() as scratch:
-        result["gradient_relative_difference"] = cross_check(a.tapeflow, a.n, a.steps, scratch)
+        if not a.no_jax:
+            result["gradient_relative_difference"] = cross_check(a.tapeflow, a.n, a.steps, scratch)
         tapeflow, jaxr = [], []
         for r in range(a.runs):
             tapeflow.append(tapeflow_round(a.tapeflow, a.n, a.steps, a.warmup, a.repeats, scratch))
-            jaxr.append(jax_round(a.n, a.steps, a.warmup, a.repeats))
-            print(f"round {r + 1}: tapeflow {tapeflow[-1]['median_ms']:8.2f} ms   jax {jaxr[-1]['median_ms']:8.2f} ms",
-                  flush=True)
+            line = (f"round {r + 1}: tapeflow {tapeflow[-1]['median_ms']:8.2f} ms (primal {tapeflow[-1]['primal_ms']:.2f}"
+                    f", augmented forward {tapeflow[-1]['forward_ms'] or float('nan'):.2f} ms)")
+            if not a.no_jax:
+                jaxr.append(jax_round(a.n, a.steps, a.warmup, a.repeats))
+                line += f"   jax {jaxr[-1]['median_ms']:8.2f} ms"
+            print(line, flush=True)
     result["after"] = machine_state()
+    forward_row = forward_over_primal(tapeflow)
+    if forward_row:
+        result["forward"] = forward_row
+    if a.no_jax:
+        return report_forward_only(result, tapeflow, forward_row, a.out)
     for name, rounds in (("tapeflow", tapeflow), ("jax", jaxr)):
         medians = [x["median_ms"] for x in rounds]
         result[name] = {"round_medians_ms": medians, "median_ms": statistics.median(medians),
@@ -176,6 +234,7 @@ def main() -> int:
         print(f"| {name} | {r['median_ms']:.1f} ms | {rounds} | {r['slowest_over_fastest']:.2f} |")
     print(f"tapeflow / JAX = {result['tapeflow_over_jax']:.2f}; target (<= 1.0, stable within 1.5x): "
           f"{'met' if ok else 'MISSED'}")
+    print_forward_row(forward_row)
     if a.out:
         with open(a.out, "w") as f:
             json.dump(result, f, indent=1)

@@ -116,12 +116,20 @@ int bench_as(parsed_args const& args, std::string const& dtype)
   std::printf("        %d warm-up + %d timed runs\n", warmup, repeats);
   print_chain_plan(ac::plan<T>(p, o));
   ac::bench_result const r = ac::benchmark<T>(p, random_u0<T>(p.n, seed_of(args)), o, warmup, repeats);
-  std::printf("forward %.3f ms, reverse %.3f ms\n", r.forward_ms, r.reverse_ms);
+  std::printf("forward %.3f ms (augmented forward / primal: %.2f), reverse %.3f ms; after the first gradient "
+              "%zu allocations (%zu bytes)\n",
+              r.forward_ms, r.forward_ms / r.primal_ms, r.reverse_ms, r.repeat_allocations, r.repeat_allocated_bytes);
   write_bench_row(args, w,
                   "tapeflow-" + std::string{to_string(r.chain.policy)} +
                     (o.content == ac::tape_content::partials ? "-partials" : ""),
                   d.size_key, o.kind, r.primal_ms, r.grad_ms, "device-resident, event-timed medians (no transfers)",
-                  r.chain.tape_bytes, r.peak_device_bytes, chain_plan_json(r.chain));
+                  r.chain.tape_bytes, r.peak_device_bytes, chain_plan_json(r.chain), [&](json_object& row) {
+                    row.add("forward_ms", r.forward_ms)
+                      .add("reverse_ms", r.reverse_ms)
+                      .add("forward_over_primal", r.forward_ms / r.primal_ms)
+                      .add("repeat_allocations", r.repeat_allocations)
+                      .add("repeat_allocated_bytes", r.repeat_allocated_bytes);
+                  });
   return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -77,7 +78,7 @@ int plan_state_chain(workload const& w, std::string const& dtype, state_problem 
 inline void write_bench_row(parsed_args const& args, workload const& w, std::string const& variant,
                             std::string const& size, backend kind, double primal_ms, double grad_ms,
                             std::string const& timing, std::size_t tape_bytes, std::size_t peak_device_bytes,
-                            json_object plan)
+                            json_object plan, std::function<void(json_object&)> const& more = {})
 {
   std::printf("primal: %.3f ms   gradient: %.3f ms   gradient/primal: %.2f\n", primal_ms, grad_ms, grad_ms / primal_ms);
   std::printf("tape %s, peak device %s (%s)\n", human_bytes(tape_bytes).c_str(), human_bytes(peak_device_bytes).c_str(),
@@ -93,8 +94,9 @@ inline void write_bench_row(parsed_args const& args, workload const& w, std::str
     .add("grad_over_primal", grad_ms / primal_ms)
     .add("timing", timing)
     .add("tape_bytes", tape_bytes)
-    .add("peak_device_bytes", peak_device_bytes)
-    .add("plan", plan);
+    .add("peak_device_bytes", peak_device_bytes);
+  if (more) { more(row); }
+  row.add("plan", plan);
   write_text(args.text("json"), row.str());
 }
 

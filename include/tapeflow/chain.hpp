@@ -7,6 +7,8 @@
 //              stream `prefetch_distance` layers ahead (detail/host_tier.hpp);
 //   recompute  a Revolve schedule: snapshots of the state, untaped advances, each layer taped
 //              just before its reverse.
+// Tape memory (layers, ring slots, snapshots, scratch, the parameter adjoint) is allocated by the
+// first forward and reverse and kept until the chain goes: later iterations allocate nothing.
 #pragma once
 
 #include <tapeflow/backend.hpp>
@@ -106,7 +108,14 @@ chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, s
 /// calls are stream-ordered on `s`. On the CPU backend steps run on the calling thread (and may
 /// spread their loops over tapeflow::cpu::parallel_for), ordered on the default stream. A Step
 /// that declares `halo_records()` gets tiles with that many records on each side
-/// (tapeflow/halo.hpp, cpu::reverse_windows).
+/// (tapeflow/halo.hpp, cpu::reverse_windows). A Step that declares `parameter_size()` gets a
+/// parameter adjoint in its reverse, zeroed at each reverse(), which every step's reverse adds its
+/// dL/dθ to in the reverse's fixed order (last step first) under every policy and tier: read it
+/// back with parameter_adjoint().
+///
+/// The chain keeps its tape memory (a buffer_pool, the host tier's ring, snapshots and scratch)
+/// from its first forward and reverse until it is destroyed, so that later iterations allocate
+/// nothing; between iterations it holds its peak.
 template <class Step, bool = is_step_v<Step>>
 class chain {
  public:
@@ -114,8 +123,8 @@ class chain {
   using record_type = typename Step::record_type;
 
   chain(Step step, std::size_t steps, chain_options options)
-    : step_(std::move(step)), steps_(steps), options_(std::move(options)),
-      tape_(options_.kind, tape_options{options_.budget_bytes})
+    : step_(std::move(step)), steps_(steps), options_(std::move(options)), pool_(options_.kind),
+      tape_(options_.kind, tape_options{options_.budget_bytes, &pool_})
   {
     require_record<record_type>();
     options_.pipeline.halo_records = std::max(options_.pipeline.halo_records, halo_records_of(step_));
@@ -146,6 +155,12 @@ class chain {
   [[nodiscard]] std::size_t state_bytes() const noexcept { return step_.state_size() * sizeof(value_type); }
   /// The device tier's layers recorded by forward() and not yet reversed.
   [[nodiscard]] tape const& recorded() const noexcept { return tape_; }
+  /// Values in the Step's parameters (0 for a Step without parameter_size()).
+  [[nodiscard]] std::size_t parameter_size() const { return parameter_size_of(step_); }
+  /// dL/dθ summed over every step by the last reverse(), parameter_size() values of value_type in
+  /// the chain's backend memory (stream-ordered after that reverse); empty without parameters or
+  /// before the first reverse (which allocates it).
+  [[nodiscard]] device_buffer const& parameter_adjoint() const noexcept { return parameter_adjoint_; }
 
   /// Runs the forward: `state` holds the initial state and, afterwards, the final one. Throws
   /// logic_error when a recorded forward is still waiting for its reverse.
@@ -155,6 +170,7 @@ class chain {
     TAPEFLOW_EXPECTS(!pending_, "forward() called again before reverse() consumed the tape");
     check_state(state, "state");
     stream_view const s = compute_stream(stream);
+    follow_last_call(s);
     prepare_tiers();
     timer t{*this, s, stats_.forward_ms};
     peak_ = 0;
@@ -174,6 +190,7 @@ class chain {
       throw;
     }
     pending_ = true;
+    end_call(s);
   }
 
   /// Runs the reverse: `adjoint` holds dL/d(final state) and, afterwards, dL/d(initial state).
@@ -184,10 +201,12 @@ class chain {
     TAPEFLOW_EXPECTS(pending_, "reverse() needs a completed forward() whose tape was not reversed yet");
     check_state(adjoint, "adjoint");
     stream_view const s = compute_stream(stream);
+    follow_last_call(s);
     pending_ = false;
     {
       timer t{*this, s, stats_.reverse_ms};
       try {
+        zero_parameter_adjoint(s);
         if (options_.capture_reverse) {
           captured_reverse(adjoint, s);
         } else if (stats_.policy == tape_policy::recompute) {
@@ -202,6 +221,7 @@ class chain {
     }
     stats_.peak_tape_bytes = peak_;
     if (options_.measure_time) { collect_times(); }
+    end_call(s);
   }
 
  private:
@@ -213,7 +233,7 @@ class chain {
   // freed in the chain's stream order). The copy is one state per pass, where steps are odd.
   void tiered_forward(device_buffer& state, stream_view s)
   {
-    device_buffer scratch(options_.kind, state.size(), s);
+    device_buffer scratch = pool_.take(state.size(), s);
     device_buffer* in = &state;
     device_buffer* out = &scratch;
     std::size_t offloaded = 0;
@@ -251,11 +271,12 @@ class chain {
       report(chain_phase::forward, t + 1);
     }
     if (in != &state) { state.copy_from(*in, s); }
+    pool_.give(std::move(scratch));
   }
 
   void tiered_reverse(device_buffer& adjoint, stream_view s)
   {
-    device_buffer scratch(options_.kind, adjoint.size(), s);
+    device_buffer scratch = pool_.take(adjoint.size(), s);
     device_buffer* in = &adjoint;
     device_buffer* out = &scratch;
     std::size_t offloaded = stats_.tiers.count(tier::host);
@@ -266,12 +287,12 @@ class chain {
       if (stats_.tiers.tiers[t] == tier::host) {
         --offloaded;
         auto const* slot = static_cast<record_type const*>(host_->begin_read(offloaded, s));
-        step_.reverse(t, tape_reader<record_type>{slot, stats_.plan.layout()}, stats_.plan,
-                      in->data_as<value_type>(), out->data_as<value_type>(), s);
+        reverse_step(t, tape_reader<record_type>{slot, stats_.plan.layout()}, in->data_as<value_type>(),
+                     out->data_as<value_type>(), s);
         host_->end_read(offloaded, s);
       } else {
-        step_.reverse(t, tape_.top().template reader<record_type>(), stats_.plan, in->data_as<value_type>(),
-                      out->data_as<value_type>(), s);
+        reverse_step(t, tape_.top().template reader<record_type>(), in->data_as<value_type>(),
+                     out->data_as<value_type>(), s);
         tape_.pop();
       }
       std::swap(in, out);
@@ -282,6 +303,7 @@ class chain {
       host_->end_reverse(s);
       stats_.prefetches = host_->prefetches();
     }
+    pool_.give(std::move(scratch));
   }
 
   // ---- the resident tape, reversed by a captured program ------------------------------------
@@ -293,9 +315,8 @@ class chain {
           std::size_t const in = (steps_ - 1 - t) % 2;
           device_buffer& out = adjoints_[1 - in];
           if (options_.poison) { out.fill(0xFF, ps); }
-          step_.reverse(t, tape_reader<record_type>{arena_[t].template data_as<record_type>(), stats_.plan.layout()},
-                        stats_.plan, adjoints_[in].template data_as<value_type>(), out.template data_as<value_type>(),
-                        ps);
+          reverse_step(t, tape_reader<record_type>{arena_[t].template data_as<record_type>(), stats_.plan.layout()},
+                       adjoints_[in].template data_as<value_type>(), out.template data_as<value_type>(), ps);
         }
       });
     }
@@ -311,10 +332,13 @@ class chain {
   void recompute_forward(device_buffer& state, stream_view s)
   {
     std::size_t const bytes = state.size();
-    work_.emplace(options_.kind, bytes, s);
-    scratch_.emplace(options_.kind, bytes, s);
-    snapshots_.clear();
-    for (std::size_t k = 0; k < stats_.tiers.snapshots; ++k) { snapshots_.emplace_back(options_.kind, bytes, s); }
+    // Kept from the last gradient (freed only by abandon() and the chain's destructor).
+    if (!work_) { work_.emplace(options_.kind, bytes, s); }
+    if (!scratch_) { scratch_.emplace(options_.kind, bytes, s); }
+    if (snapshots_.size() != stats_.tiers.snapshots) {
+      snapshots_.clear();
+      for (std::size_t k = 0; k < stats_.tiers.snapshots; ++k) { snapshots_.emplace_back(options_.kind, bytes, s); }
+    }
     track_peak();
     work_->copy_from(state, s);
     next_action_ = 0;
@@ -326,7 +350,7 @@ class chain {
 
   void recompute_reverse(device_buffer& adjoint, stream_view s)
   {
-    device_buffer scratch(options_.kind, adjoint.size(), s);
+    device_buffer scratch = pool_.take(adjoint.size(), s);
     device_buffer* in = &adjoint;
     device_buffer* out = &scratch;
     for (; next_action_ < schedule_.size(); ++next_action_) {
@@ -337,16 +361,14 @@ class chain {
       }
       TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
       poison(*out, s);
-      step_.reverse(a.from, tape_.top().template reader<record_type>(), stats_.plan, in->data_as<value_type>(),
-                    out->data_as<value_type>(), s);
+      reverse_step(a.from, tape_.top().template reader<record_type>(), in->data_as<value_type>(),
+                   out->data_as<value_type>(), s);
       tape_.pop();
       std::swap(in, out);
       report(chain_phase::reverse, steps_ - a.from);
     }
     if (in != &adjoint) { adjoint.copy_from(*in, s); }
-    snapshots_.clear();
-    work_.reset();
-    scratch_.reset();
+    pool_.give(std::move(scratch));
   }
 
   void run_action(revolve_action const& a, stream_view s)
@@ -386,6 +408,43 @@ class chain {
   }
 
   // ---- bookkeeping -------------------------------------------------------------------------
+  /// The Step's reverse of step `t`, handed the parameter adjoint when the Step has parameters.
+  void reverse_step(std::size_t t, tape_reader<record_type> reader, value_type const* adjoint_out,
+                    value_type* adjoint_in, stream_view s)
+  {
+    if constexpr (has_parameters_v<Step>) {
+      step_.reverse(t, reader, stats_.plan, adjoint_out, adjoint_in, parameter_adjoint_.data_as<value_type>(), s);
+    } else {
+      step_.reverse(t, reader, stats_.plan, adjoint_out, adjoint_in, s);
+    }
+  }
+
+  /// Allocates the parameter adjoint on the first reverse (on its stream), then zeroes it.
+  void zero_parameter_adjoint(stream_view s)
+  {
+    std::size_t const n = parameter_size_of(step_);
+    if (n == 0) { return; }
+    if (parameter_adjoint_.size() == 0) { parameter_adjoint_ = device_buffer(options_.kind, n * sizeof(value_type), s); }
+    parameter_adjoint_.fill(0, s);  // all-zero bytes are 0.0
+  }
+
+  /// The memory this call reuses was last used by the previous call: when that ran on another
+  /// stream, this one waits for it (stream-ordered; the host does not wait).
+  void follow_last_call(stream_view s)
+  {
+    if (options_.kind == backend::cpu) { return; }  // one stream: inline, in order
+    if (!last_call_) { last_call_.emplace(options_.kind); }
+    if (called_ && s.native() != last_stream_.native()) { last_call_->wait(s); }
+  }
+
+  void end_call(stream_view s)
+  {
+    if (options_.kind == backend::cpu) { return; }
+    last_call_->record(s);
+    last_stream_ = s;
+    called_ = true;
+  }
+
   stream_view compute_stream(stream_view requested) const noexcept
   {
     // CPU steps run inline on the calling thread: order everything on the default stream.
@@ -506,6 +565,7 @@ class chain {
   Step step_;
   std::size_t steps_;
   chain_options options_;
+  buffer_pool pool_;  // layers and scratch; declared before the tape, which gives back to it
   tape tape_;
   chain_stats stats_{};
   bool pending_{false};
@@ -522,6 +582,12 @@ class chain {
   std::vector<device_buffer> arena_;
   device_buffer adjoints_[2];
   std::unique_ptr<captured_program> program_;
+  // dL/dθ (Steps with parameters)
+  device_buffer parameter_adjoint_;
+  // the last forward()/reverse() and its stream, which the next call's reuse of memory follows
+  std::optional<event> last_call_;
+  stream_view last_stream_{};
+  bool called_{false};
   // timing marks (measure_time)
   std::vector<std::unique_ptr<event>> marks_;
   std::vector<std::pair<event*, event*>> recompute_events_;

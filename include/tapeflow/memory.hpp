@@ -6,6 +6,7 @@
 #include <tapeflow/stream.hpp>
 
 #include <cstddef>
+#include <vector>
 
 namespace tapeflow {
 
@@ -76,10 +77,15 @@ class pinned_buffer {
 void copy_to_host_async(pinned_buffer& dst, device_buffer const& src, std::size_t bytes, stream_view stream);
 void copy_to_device_async(device_buffer& dst, pinned_buffer const& src, std::size_t bytes, stream_view stream);
 
-/// Bytes tapeflow holds in a backend's device memory, now and at the high-water mark.
+/// Bytes tapeflow holds in a backend's device memory, now and at the high-water mark, and what
+/// it has allocated since the process started: `allocations` counts every device_buffer (or
+/// pinned_buffer) made, `allocated_bytes` their sizes. Take the difference of two readings to
+/// see what a piece of code allocated (a chain's second forward and reverse: nothing).
 struct memory_usage {
   std::size_t current_bytes{0};
   std::size_t peak_bytes{0};
+  std::size_t allocations{0};
+  std::size_t allocated_bytes{0};
 };
 
 [[nodiscard]] memory_usage device_memory_usage(backend kind) noexcept;
@@ -89,6 +95,42 @@ void reset_device_memory_peak(backend kind) noexcept;
 /// Bytes tapeflow holds in a backend's pinned host memory (the host tier).
 [[nodiscard]] memory_usage host_memory_usage(backend kind) noexcept;
 void reset_host_memory_peak(backend kind) noexcept;
+
+/// Device buffers kept for reuse for as long as the pool lives: where a chain's tape memory
+/// (layers, host-tier ring slots, Revolve snapshots, scratch and adjoint buffers) comes from, so
+/// that its second forward and reverse allocate nothing and touch no fresh pages. `take` hands
+/// out a kept buffer of exactly the size asked for, else allocates one; `give` keeps a buffer
+/// instead of freeing it. Kept bytes stay counted by device_memory_usage (tapeflow still holds
+/// them) until the pool is cleared or destroyed, which frees them.
+///
+/// A kept buffer is handed out again without any synchronisation: give and take on one stream
+/// (tapeflow::chain orders its calls on different streams itself), or order them yourself.
+class buffer_pool {
+ public:
+  explicit buffer_pool(backend kind) noexcept : kind_(kind) {}
+  buffer_pool(buffer_pool const&) = delete;
+  buffer_pool& operator=(buffer_pool const&) = delete;
+  ~buffer_pool() = default;
+
+  /// A buffer of `bytes` bytes: a kept one (the most recently given) or a new one on `stream`.
+  [[nodiscard]] device_buffer take(std::size_t bytes, stream_view stream = {});
+  /// Keeps `buffer` (of this pool's backend) for a later take; an empty buffer is ignored.
+  void give(device_buffer&& buffer) noexcept;
+  /// Frees every kept buffer.
+  void clear() noexcept;
+
+  [[nodiscard]] backend kind() const noexcept { return kind_; }
+  /// Bytes kept now (not handed out).
+  [[nodiscard]] std::size_t kept_bytes() const noexcept { return kept_bytes_; }
+  /// Buffers the pool had to allocate over its lifetime.
+  [[nodiscard]] std::size_t allocations() const noexcept { return allocations_; }
+
+ private:
+  backend kind_;
+  std::vector<device_buffer> kept_;
+  std::size_t kept_bytes_{0};
+  std::size_t allocations_{0};
+};
 
 namespace cpu {
 /// Bytes the CPU backend keeps from freed buffers of 64 KiB or more, for reuse by later ones of

@@ -18,6 +18,13 @@
 // and, for a device step whose reverse can run the sm_90 bulk-copy pipeline
 // (tapeflow/device/launch.cuh, device::bulk_copy_runs):
 //   bool bulk_copy_runs() const;             // the code loaded for its bulk reverse kernel is sm_90
+// and, for a step with parameters θ (weights, a coefficient) whose gradient dL/dθ is wanted:
+//   std::size_t parameter_size() const;      // values in θ
+//   void reverse(std::size_t step, tape_reader<record_type> tape, pipeline_plan const& plan,
+//                value_type const* adjoint_out, value_type* adjoint_in,
+//                value_type* parameter_adjoint, stream_view s) const;
+// in place of the reverse above: it adds this step's dL/dθ to `parameter_adjoint` (+=), which
+// the chain zeroes before each reverse and reads back as chain::parameter_adjoint().
 #pragma once
 
 #include <tapeflow/device/views.hpp>
@@ -78,6 +85,27 @@ struct has_reverse<S, std::void_t<decltype(std::declval<S const&>().reverse(
                         std::declval<pipeline_plan const&>(), std::declval<typename S::value_type const*>(),
                         std::declval<typename S::value_type*>(), std::declval<stream_view>()))>> : std::true_type {};
 
+template <class S, class = void>
+struct has_parameter_reverse : std::false_type {};
+template <class S>
+struct has_parameter_reverse<
+  S, std::void_t<decltype(std::declval<S const&>().reverse(
+       std::size_t{}, std::declval<tape_reader<typename S::record_type>>(), std::declval<pipeline_plan const&>(),
+       std::declval<typename S::value_type const*>(), std::declval<typename S::value_type*>(),
+       std::declval<typename S::value_type*>(), std::declval<stream_view>()))>> : std::true_type {};
+
+/// parameter_size is optional: declared (under that name) makes the Step one with parameters.
+template <class S, class = void>
+struct declares_parameters : std::false_type {};
+template <class S>
+struct declares_parameters<S, std::void_t<decltype(&S::parameter_size)>> : std::true_type {};
+
+template <class S, class = void>
+struct has_parameter_size : std::false_type {};
+template <class S>
+struct has_parameter_size<S, std::enable_if_t<std::is_convertible_v<
+                               decltype(std::declval<S const&>().parameter_size()), std::size_t>>> : std::true_type {};
+
 /// halo_records is optional: declared (under that name) is enough to be checked.
 template <class S, class = void>
 struct declares_halo : std::false_type {};
@@ -121,11 +149,15 @@ struct check {
   static constexpr bool records_per_step = has_records_per_step<S>::value;
   static constexpr bool forward = !types_ok<S> || has_forward<S>::value;
   static constexpr bool augmented_forward = !types_ok<S> || has_augmented_forward<S>::value;
-  static constexpr bool reverse = !types_ok<S> || has_reverse<S>::value;
+  static constexpr bool reverse = !types_ok<S> || declares_parameters<S>::value || has_reverse<S>::value;
   static constexpr bool halo = !declares_halo<S>::value || has_halo<S>::value;
   static constexpr bool bulk_check = !declares_bulk_check<S>::value || has_bulk_check<S>::value;
+  static constexpr bool parameter_size = !declares_parameters<S>::value || has_parameter_size<S>::value;
+  static constexpr bool parameter_reverse =
+    !types_ok<S> || !declares_parameters<S>::value || has_parameter_reverse<S>::value;
   static constexpr bool all = value_type && record_type && record && state_size && records_per_step && forward &&
-                              augmented_forward && reverse && halo && bulk_check;
+                              augmented_forward && reverse && halo && bulk_check && parameter_size &&
+                              parameter_reverse;
 };
 
 }  // namespace tapeflow::detail::step_contract
@@ -163,6 +195,22 @@ template <class Step>
   }
 }
 
+/// True when `Step` declares parameters (parameter_size()): its reverse takes a parameter adjoint.
+template <class Step>
+inline constexpr bool has_parameters_v = detail::step_contract::declares_parameters<Step>::value;
+
+/// Values in the Step's parameter vector: step.parameter_size() where declared, else 0.
+template <class Step>
+[[nodiscard]] std::size_t parameter_size_of(Step const& step)
+{
+  if constexpr (detail::step_contract::has_parameter_size<Step>::value) {
+    return static_cast<std::size_t>(step.parameter_size());
+  } else {
+    static_cast<void>(step);
+    return 0;
+  }
+}
+
 namespace detail {
 /// Instantiated for a Step that breaks the contract: one static_assert per member at fault.
 template <class Step>
@@ -186,6 +234,13 @@ struct report_step_contract {
                 "tapeflow: Step::reverse must be callable as `void reverse(std::size_t step, "
                 "tapeflow::tape_reader<record_type>, tapeflow::pipeline_plan const&, value_type const* adjoint_out, "
                 "value_type* adjoint_in, tapeflow::stream_view) const`");
+  static_assert(c::parameter_size, "tapeflow: Step::parameter_size, where declared, must be `std::size_t "
+                                   "parameter_size() const` (values in the step's parameters)");
+  static_assert(c::parameter_reverse,
+                "tapeflow: a Step that declares parameter_size() needs a reverse callable as `void reverse(std::size_t "
+                "step, tapeflow::tape_reader<record_type>, tapeflow::pipeline_plan const&, value_type const* "
+                "adjoint_out, value_type* adjoint_in, value_type* parameter_adjoint, tapeflow::stream_view) const` "
+                "(it adds the step's dL/dparameters to parameter_adjoint)");
   static_assert(c::halo, "tapeflow: Step::halo_records, where declared, must be `std::size_t halo_records() const` "
                          "(records its reverse reads on each side of a tile)");
   static_assert(c::bulk_check, "tapeflow: Step::bulk_copy_runs, where declared, must be `bool bulk_copy_runs() const` "

@@ -22,6 +22,8 @@ enum class layer_state { writing, committed };
 class layer {
  public:
   layer(backend kind, std::size_t index, std::size_t record_bytes, tile_layout layout, stream_view stream);
+  /// A layer over `storage` (at least record_bytes x layout.records bytes), e.g. from a buffer_pool.
+  layer(std::size_t index, std::size_t record_bytes, tile_layout layout, device_buffer storage);
 
   [[nodiscard]] std::size_t index() const noexcept { return index_; }
   [[nodiscard]] std::size_t record_bytes() const noexcept { return record_bytes_; }
@@ -58,6 +60,7 @@ class layer {
   [[nodiscard]] device_buffer const& storage() const noexcept { return storage_; }
 
  private:
+  friend class tape;  // hands a popped layer's storage back to its pool
   void check_access(std::size_t record_bytes, layer_state wanted, char const* what) const;
 
   std::size_t index_;
@@ -72,6 +75,9 @@ struct tape_options {
   /// Most bytes of layer storage the tape may hold on the device at once; 0 means no limit
   /// beyond the device's memory. Exceeding it throws budget_error and changes nothing.
   std::size_t budget_bytes{0};
+  /// Where layers' storage comes from and goes back to (it must outlive the tape); null: each
+  /// layer is allocated when pushed and freed when popped.
+  buffer_pool* pool{nullptr};
 };
 
 /// A LIFO of layers on one backend.
@@ -95,7 +101,8 @@ class tape {
   [[nodiscard]] layer& top();
   [[nodiscard]] layer const& top() const;
 
-  /// Releases the top layer (stream-ordered on the stream it was allocated on).
+  /// Releases the top layer (stream-ordered on the stream it was allocated on), or gives its
+  /// storage back to the tape's pool.
   void pop();
 
   [[nodiscard]] backend kind() const noexcept { return kind_; }

@@ -12,6 +12,7 @@
 #include <tapeflow/chain.hpp>         // chain<Step>, chain_options, chain_stats, plan_chain
 #include <tapeflow/config.hpp>        // version, TAPEFLOW_HOST_DEVICE
 #include <tapeflow/cpu/reverse.hpp>   // cpu::reverse_tiles, cpu::reverse_windows
+#include <tapeflow/cpu/tape_store.hpp>   // cpu::store_to_tape (streaming stores)
 #include <tapeflow/cpu/thread_pool.hpp>  // cpu::parallel_for, cpu::threads
 #include <tapeflow/cpu/tile_ring.hpp>    // cpu::tile_ring, cpu::ring_stats
 #include <tapeflow/dual.hpp>          // forward mode: dual<T>, differentiate
@@ -19,14 +20,14 @@
 #include <tapeflow/error.hpp>         // typed exceptions
 #include <tapeflow/fault.hpp>         // fault injection for tests
 #include <tapeflow/halo.hpp>          // tile_window: a stencil's neighbouring records
-#include <tapeflow/memory.hpp>        // device_buffer, pinned_buffer, memory accounting
+#include <tapeflow/memory.hpp>        // device_buffer, pinned_buffer, buffer_pool, memory accounting
 #include <tapeflow/nvtx.hpp>          // NVTX ranges in the tapeflow domain
 #include <tapeflow/plan.hpp>          // plan_pipeline, pipeline_request, pipeline_plan
 #include <tapeflow/policy.hpp>        // tape_policy
 #include <tapeflow/program.hpp>       // captured_program (CUDA Graphs)
 #include <tapeflow/record.hpp>        // records, value_record
 #include <tapeflow/revolve.hpp>       // Revolve schedules
-#include <tapeflow/step.hpp>          // the Step contract, is_step_v
+#include <tapeflow/step.hpp>          // the Step contract, is_step_v, has_parameters_v
 #include <tapeflow/stream.hpp>        // stream_view, stream, event
 #include <tapeflow/tape.hpp>          // tape, layer, tape_writer, tape_reader
 #include <tapeflow/thread_tape.hpp>   // the per-thread tape arena

@@ -62,6 +62,10 @@ struct bench_result {
   double reverse_ms{0};
   chain_stats chain{};
   std::size_t peak_device_bytes{0};
+  /// Device and pinned allocations (and their bytes) made by every run after the first: the
+  /// chain's tape memory comes from its pools, so 0.
+  std::size_t repeat_allocations{0};
+  std::size_t repeat_allocated_bytes{0};
 };
 
 /// Times the primal and the gradient on `o.kind` (repeats >= 1, warmup >= 0).

@@ -9,6 +9,7 @@
 #include "math.hpp"
 
 #include <tapeflow/cpu/reverse.hpp>
+#include <tapeflow/cpu/tape_store.hpp>
 #include <tapeflow/cpu/thread_pool.hpp>
 
 #include <algorithm>
@@ -80,7 +81,7 @@ struct cpu_step {
       if (taped == nullptr) { continue; }
       T* const t = taped + i * n;
       if (content == tape_content::values) {
-        std::copy(u, u + n, t);
+        cpu::store_to_tape(t, u, n);  // streaming stores: the tape is read back only in the reverse
       } else {
         for (std::size_t j = 0; j < n; ++j) { t[j] = taped_value(u[j], kk, tape_content::partials); }
       }

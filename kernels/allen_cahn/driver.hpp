@@ -72,7 +72,14 @@ bench_result run_benchmark(Step const& step, problem const& p, std::vector<T> co
   event middle(o.kind);
   event stop(o.kind);
   std::vector<double> primal, forward, reverse, grad;
+  auto allocated = [&] {
+    memory_usage const d = device_memory_usage(o.kind);
+    memory_usage const h = host_memory_usage(o.kind);
+    return std::pair<std::size_t, std::size_t>{d.allocations + h.allocations, d.allocated_bytes + h.allocated_bytes};
+  };
+  std::pair<std::size_t, std::size_t> after_first{};
   for (int run = 0; run < warmup + repeats; ++run) {
+    if (run == 1) { after_first = allocated(); }
     a.upload(u0.data(), bytes, s);
     start.record(s);
     for (std::size_t t = 0; t < p.steps; ++t) {
@@ -104,6 +111,10 @@ bench_result run_benchmark(Step const& step, problem const& p, std::vector<T> co
   r.reverse_ms = median_of(reverse);
   r.chain = c.stats();
   r.peak_device_bytes = device_memory_usage(o.kind).peak_bytes;
+  if (warmup + repeats > 1) {
+    r.repeat_allocations = allocated().first - after_first.first;
+    r.repeat_allocated_bytes = allocated().second - after_first.second;
+  }
   return r;
 }
 

@@ -28,6 +28,7 @@ struct cpu_step {
   [[nodiscard]] std::size_t gates() const noexcept { return 4 * p.hidden; }
   [[nodiscard]] std::size_t state_size() const noexcept { return 2 * p.batch * p.hidden; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return p.batch * p.hidden; }
+  [[nodiscard]] std::size_t parameter_size() const noexcept { return parameter_count(p); }
 
   /// wx[:, t B + b] = W x_t[b] for every step at once.
   void project_inputs(stream_view) const
@@ -86,8 +87,9 @@ struct cpu_step {
   }
 
   void reverse(std::size_t t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
-               stream_view) const
+               T* g_theta, stream_view) const
   {
+    parameter_gradients<T> const g(p, g_theta);
     cpu::reverse_tiles(
       tape, plan,
       [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
@@ -104,16 +106,16 @@ struct cpu_step {
         for (std::size_t i = 0; i < p.input; ++i) {
           T acc = 0;
           for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r] * x[b * p.input + i]; }
-          buf.dw[r * p.input + i] += acc;
+          g.dw[r * p.input + i] += acc;
         }
         for (std::size_t j = 0; j < p.hidden; ++j) {
           T acc = 0;
           for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r] * buf.h_prev[b * p.hidden + j]; }
-          buf.du[r * p.hidden + j] += acc;
+          g.du[r * p.hidden + j] += acc;
         }
         T acc = 0;
         for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r]; }
-        buf.db[r] += acc;
+        g.db[r] += acc;
       }
     });
     // dL/dh_prev = Uᵀ δz.

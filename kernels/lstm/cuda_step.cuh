@@ -101,6 +101,7 @@ struct cuda_step {
   [[nodiscard]] int input() const noexcept { return static_cast<int>(p.input); }
   [[nodiscard]] std::size_t state_size() const noexcept { return 2 * p.batch * p.hidden; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return p.batch * p.hidden; }
+  [[nodiscard]] std::size_t parameter_size() const noexcept { return parameter_count(p); }
 
   /// WX = W_cmᵀ X: the input projection of every step in one GEMM (G x T B).
   void project_inputs(stream_view s) const
@@ -139,9 +140,11 @@ struct cuda_step {
     return device::bulk_copy_runs([](auto stages) { return reverse_cells_kernel<T, decltype(stages)::value>; });
   }
 
+  /// Adds this step's dL/dW, dL/dU and dL/db to the chain's parameter adjoint `g_theta`.
   void reverse(std::size_t t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
-               stream_view s) const
+               T* g_theta, stream_view s) const
   {
+    parameter_gradients<T> const g(p, g_theta);
     device::with_tile_pipeline<record_type>(plan, [&](auto stages) {
       constexpr int S = decltype(stages)::value;
       device::launch(reverse_cells_kernel<T, S>, plan.grid_blocks, plan.block_threads, plan.smem_bytes, s, tape, g_out,
@@ -150,15 +153,15 @@ struct cuda_step {
     T const* x_t = buf.x + t * p.batch * p.input;
     // dW_cm (I x G) += X_t δzᵀ
     device::gemm(*blas, s, device::blas_op::none, device::blas_op::transpose, input(), gates(), batch(), T(1), x_t,
-      input(), buf.dz, gates(), T(1), buf.dw, input());
+      input(), buf.dz, gates(), T(1), g.dw, input());
     // dU_cm (H x G) += H_prev δzᵀ
     device::gemm(*blas, s, device::blas_op::none, device::blas_op::transpose, hidden(), gates(), batch(), T(1),
-      buf.h_prev, hidden(), buf.dz, gates(), T(1), buf.du, hidden());
+      buf.h_prev, hidden(), buf.dz, gates(), T(1), g.du, hidden());
     // dL/dh_prev (H x B) = U_cm δz: the h half of g_in (its c half came from the cells)
     device::gemm(*blas, s, device::blas_op::none, device::blas_op::none, hidden(), batch(), gates(), T(1), buf.u,
       hidden(), buf.dz, gates(), T(0), g_in, hidden());
     // db += δz 1
-    device::gemv(*blas, s, device::blas_op::none, gates(), batch(), T(1), buf.dz, gates(), buf.ones, T(1), buf.db);
+    device::gemv(*blas, s, device::blas_op::none, gates(), batch(), T(1), buf.dz, gates(), buf.ones, T(1), g.db);
   }
 };
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The backend-independent host side of the LSTM gradient: the buffers a step points at, the input
 // projection W X of every step, the chain's forward over the state (h, c), L = Σ h_T, the seed
-// (g_h, g_c) = (1, 0), the chain's reverse with the parameter gradients accumulated by each step,
-// and the downloads. Each backend supplies its Step (cpu.cpp, cuda_step.cuh).
+// (g_h, g_c) = (1, 0), the chain's reverse with the parameter gradients accumulated by each step
+// into the chain's parameter adjoint (dW, dU, db one after the other), and the downloads. Each backend supplies its Step (cpu.cpp, cuda_step.cuh).
 #pragma once
 
 #include "lstm.hpp"
@@ -33,18 +33,34 @@ struct step_buffers {
   T* z{nullptr};         ///< U h of one step: 4H x B column-major (forward scratch)
   T* dz{nullptr};        ///< δz of one step: 4H x B column-major (reverse scratch)
   T* h_prev{nullptr};    ///< h of one step unpacked from the tape: B x H (reverse scratch)
-  T* dw{nullptr};        ///< dL/dW accumulator, 4H x I row-major
-  T* du{nullptr};        ///< dL/dU accumulator, 4H x H row-major
-  T* db{nullptr};        ///< dL/db accumulator, 4H
   T const* ones{nullptr};  ///< B ones (db as a GEMV)
 };
 
-/// The buffers of one problem on one backend. `gradients` adds the reverse's scratch and
-/// accumulators (a primal run needs neither).
+/// The step's parameters θ = (W, U, b), and so the chain's parameter adjoint: dL/dW (4H x I
+/// row-major), then dL/dU (4H x H row-major), then dL/db (4H).
+[[nodiscard]] inline std::size_t parameter_count(problem const& p) noexcept
+{
+  return 4 * p.hidden * (p.input + p.hidden + 1);
+}
+
+/// Where dL/dW, dL/dU and dL/db start in the parameter adjoint `g` (values).
+template <class T>
+struct parameter_gradients {
+  T* dw;
+  T* du;
+  T* db;
+  parameter_gradients(problem const& p, T* g) noexcept
+    : dw(g), du(g + 4 * p.hidden * p.input), db(g + 4 * p.hidden * (p.input + p.hidden))
+  {
+  }
+};
+
+/// The buffers of one problem on one backend. `gradients` adds the reverse's scratch (a primal run
+/// needs none); the parameter gradients are the chain's parameter adjoint.
 template <class T>
 struct workspace {
   std::size_t gates;  // 4H
-  device_buffer w, u, b, x, wx, z, dz, h_prev, dw, du, db, ones;
+  device_buffer w, u, b, x, wx, z, dz, h_prev, ones;
 
   workspace(backend kind, problem const& p, bool gradients, stream_view s)
     : gates(4 * p.hidden), w(kind, gates * p.input * sizeof(T), s), u(kind, gates * p.hidden * sizeof(T), s),
@@ -54,9 +70,6 @@ struct workspace {
     if (!gradients) { return; }
     dz = device_buffer(kind, gates * p.batch * sizeof(T), s);
     h_prev = device_buffer(kind, p.batch * p.hidden * sizeof(T), s);
-    dw = device_buffer(kind, w.size(), s);
-    du = device_buffer(kind, u.size(), s);
-    db = device_buffer(kind, b.size(), s);
     ones = device_buffer(kind, p.batch * sizeof(T), s);
     std::vector<T> const one(p.batch, T(1));
     ones.upload(one.data(), ones.size(), s);
@@ -70,19 +83,10 @@ struct workspace {
     x.upload(seq.x.data(), x.size(), s);
   }
 
-  /// The accumulators start every reverse at zero (all-zero bytes are 0.0).
-  void zero_gradients(stream_view s)
-  {
-    dw.fill(0, s);
-    du.fill(0, s);
-    db.fill(0, s);
-  }
-
   [[nodiscard]] step_buffers<T> buffers() noexcept
   {
-    return {w.data_as<T>(),  u.data_as<T>(),      b.data_as<T>(),  x.data_as<T>(),
-            wx.data_as<T>(), z.data_as<T>(),      dz.data_as<T>(), h_prev.data_as<T>(),
-            dw.data_as<T>(), du.data_as<T>(),     db.data_as<T>(), ones.data_as<T>()};
+    return {w.data_as<T>(),  u.data_as<T>(),  b.data_as<T>(),  x.data_as<T>(),      wx.data_as<T>(),
+            z.data_as<T>(),  dz.data_as<T>(), h_prev.data_as<T>(), ones.data_as<T>()};
   }
 };
 
@@ -113,8 +117,8 @@ gradient_result<T> run_gradient(MakeStep&& make_step, problem const& p, weights<
 {
   TAPEFLOW_NVTX_RANGE("tapeflow::lstm::gradient");
   validate(p, params, seq);
-  TAPEFLOW_EXPECTS(!o.capture_reverse, "the LSTM's reverse accumulates dW, dU and db outside the chain's buffers "
-                                       "and cannot be replayed as a captured program; leave capture_reverse off");
+  TAPEFLOW_EXPECTS(!o.capture_reverse, "the LSTM's reverse runs cuBLAS, which tapeflow does not capture into a "
+                                       "replayed program; leave capture_reverse off");
   using step_type = decltype(make_step(std::declval<step_buffers<T>>()));
   stream_view const s = o.stream;
   std::size_t const cells = p.batch * p.hidden;
@@ -141,15 +145,16 @@ gradient_result<T> run_gradient(MakeStep&& make_step, problem const& p, weights<
   std::fill(seed.begin(), seed.begin() + static_cast<std::ptrdiff_t>(cells), T(1));
   device_buffer adjoint(o.kind, state_bytes, s);
   adjoint.upload(seed.data(), state_bytes, s);
-  ws.zero_gradients(s);
-  c.reverse(adjoint, s);
+  c.reverse(adjoint, s);  // zeroes the parameter adjoint, then every step adds its dL/dθ
 
   result.gradient.w.resize(params.w.size());
   result.gradient.u.resize(params.u.size());
   result.gradient.b.resize(params.b.size());
-  ws.dw.download(result.gradient.w.data(), ws.dw.size(), s);
-  ws.du.download(result.gradient.u.data(), ws.du.size(), s);
-  ws.db.download(result.gradient.b.data(), ws.db.size(), s);
+  std::size_t const w_bytes = params.w.size() * sizeof(T);
+  std::size_t const u_bytes = params.u.size() * sizeof(T);
+  c.parameter_adjoint().download(result.gradient.w.data(), w_bytes, s);
+  c.parameter_adjoint().download(result.gradient.u.data(), u_bytes, s, w_bytes);
+  c.parameter_adjoint().download(result.gradient.b.data(), params.b.size() * sizeof(T), s, w_bytes + u_bytes);
   result.chain = c.stats();
   result.peak_device_bytes = device_memory_usage(o.kind).peak_bytes;
   return result;

@@ -45,7 +45,7 @@ struct sequence {
 };
 
 /// How the chain runs (kernels/workload_common/run_options.hpp). capture_reverse is refused (logic_error):
-/// the reverse accumulates the parameter gradients outside the chain's buffers.
+/// the reverse runs cuBLAS, which tapeflow does not capture into a replayed program.
 struct options : run_options {};
 
 template <class T>

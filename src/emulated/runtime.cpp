@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -644,6 +645,46 @@ cudaError_t cudaFreeAsync(void* ptr, cudaStream_t stream) noexcept
   if (resolve(stream).capture) { return cudaErrorStreamCaptureUnsupported; }
   if (dev().device_memory.count(reinterpret_cast<std::uintptr_t>(ptr)) == 0) { return cudaErrorInvalidDevicePointer; }
   enqueue(stream, [ptr] { release_device(ptr); });  // freed in stream order, after the work before it
+  return cudaSuccess;
+}
+
+struct CUmemPoolHandle_st {
+  std::atomic<unsigned long long> release_threshold{0};  // CUDA's default: keep nothing
+};
+
+namespace {
+CUmemPoolHandle_st& default_pool() noexcept
+{
+  static CUmemPoolHandle_st pool;
+  return pool;
+}
+}  // namespace
+
+cudaError_t cudaGetDevice(int* device) noexcept
+{
+  if (device == nullptr) { return cudaErrorInvalidValue; }
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) noexcept
+{
+  if (pool == nullptr || device != 0) { return cudaErrorInvalidValue; }
+  *pool = &default_pool();
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) noexcept
+{
+  if (pool == nullptr || value == nullptr || attr != cudaMemPoolAttrReleaseThreshold) { return cudaErrorInvalidValue; }
+  pool->release_threshold.store(*static_cast<unsigned long long*>(value));
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) noexcept
+{
+  if (pool == nullptr || value == nullptr || attr != cudaMemPoolAttrReleaseThreshold) { return cudaErrorInvalidValue; }
+  *static_cast<unsigned long long*>(value) = pool->release_threshold.load();
   return cudaSuccess;
 }
 

@@ -119,6 +119,17 @@ class CpuSection(unittest.TestCase):
         self.assertIn("| 0.4 (20 / 50 ms)", text)
         self.assertIn("| met |", text)
 
+    def test_the_forward_row_when_the_result_has_one(self):
+        cpu = self.cpu(20.0, [20.0, 21.0])
+        self.assertNotIn("augmented forward", render.cpu_section(cpu, "x.json"))
+        cpu["forward"] = {"forward_over_primal": 1.2, "forward_ms": 4.8, "primal_ms": 4.0, "repeat_allocations": 0,
+                          "target": 1.5}
+        text = render.cpu_section(cpu, "x.json")
+        self.assertIn("augmented forward / untaped primal", text)
+        self.assertIn("| <= 1.5 | 1.2 (4.8 / 4 ms) | met |", text)
+        cpu["forward"]["forward_over_primal"] = 2.0
+        self.assertIn("| <= 1.5 | 2 (4.8 / 4 ms) | missed |", render.cpu_section(cpu, "x.json"))
+
     def test_missed_when_slower_or_unstable(self):
         self.assertIn("| missed |", render.cpu_section(self.cpu(60.0, [60.0, 61.0]), "x.json"))
         self.assertIn("| missed |", render.cpu_section(self.cpu(20.0, [10.0, 20.0]), "x.json"))

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The host tier's machinery for one chain: pinned host copies of the offloaded layers, a bounded
 // ring of device slots, a D2H and an H2D copy stream, and the events that order copies with
-// compute without device-wide synchronisation.
+// compute without device-wide synchronisation. Everything is allocated once and kept for the
+// chain's lifetime (the ring from the first forward on).
 //
 // Forward: layer i is written into slot i % K once that slot's previous D2H copy is done; when
 // the compute stream has written it, the D2H stream copies it out. Reverse: layers come back in
@@ -31,7 +32,8 @@ class host_tier {
   /// Waits for the copy streams before anything they use goes.
   ~host_tier();
 
-  /// Allocates the ring; the forward writes layers 0, 1, ... in order.
+  /// Allocates the ring (the first time; later forwards reuse it); the forward writes layers
+  /// 0, 1, ... in order.
   void begin_forward(stream_view compute);
   /// The slot layer `i` is written into (the compute stream first waits until it is free).
   [[nodiscard]] void* begin_write(std::size_t i, stream_view compute);
@@ -46,7 +48,8 @@ class host_tier {
   [[nodiscard]] void const* begin_read(std::size_t i, stream_view compute);
   /// Releases layer `i`'s slot to the next prefetch.
   void end_read(std::size_t i, stream_view compute);
-  /// Frees the ring, stream-ordered after the last read and both copy streams (no host wait).
+  /// Ends the reverse; the ring is kept for the next forward, which is ordered after the last
+  /// read and both copy streams (no host wait).
   void end_reverse(stream_view compute);
 
   /// After a failure: waits for the copy streams and frees the ring. Never throws.
@@ -84,6 +87,7 @@ class host_tier {
   std::vector<event> written_;     // the compute stream finished writing the slot
   std::vector<event> forward_marks_;  // pairs around each forward wait (measure only)
   std::vector<event> reverse_marks_;  // pairs around each reverse wait (measure only)
+  bool active_{false};             // between begin_forward and end_reverse
   std::size_t issued_{0};          // prefetches queued in this reverse
   std::size_t prefetches_{0};
   double forward_stall_ms_{0};

@@ -54,6 +54,7 @@ inline cudaError_t graph_instantiate(cudaGraphExec_t* exec, cudaGraph_t graph)
 #define cudaFuncAttributes hipFuncAttributes
 #define cudaFuncGetAttributes hipFuncGetAttributes
 #define cudaFreeHost hipHostFree
+#define cudaDeviceGetDefaultMemPool hipDeviceGetDefaultMemPool
 #define cudaGetDevice hipGetDevice
 #define cudaGetDeviceCount hipGetDeviceCount
 #define cudaGetDeviceProperties hipGetDeviceProperties
@@ -68,6 +69,10 @@ inline cudaError_t graph_instantiate(cudaGraphExec_t* exec, cudaGraph_t graph)
 #define cudaMallocAsync hipMallocAsync
 #define cudaMallocHost(ptr, bytes) hipHostMalloc((ptr), (bytes), hipHostMallocDefault)
 #define cudaMemGetInfo hipMemGetInfo
+#define cudaMemPoolAttrReleaseThreshold hipMemPoolAttrReleaseThreshold
+#define cudaMemPoolGetAttribute hipMemPoolGetAttribute
+#define cudaMemPoolSetAttribute hipMemPoolSetAttribute
+#define cudaMemPool_t hipMemPool_t
 #define cudaMemcpy hipMemcpy
 #define cudaMemcpyAsync hipMemcpyAsync
 #define cudaMemcpyDefault hipMemcpyDefault

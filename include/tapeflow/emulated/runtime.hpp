@@ -174,6 +174,20 @@ cudaError_t cudaMemcpyAsync(void* dst, void const* src, std::size_t bytes, cudaM
 cudaError_t cudaMemset(void* dst, int value, std::size_t bytes) noexcept;
 cudaError_t cudaMemsetAsync(void* dst, int value, std::size_t bytes, cudaStream_t stream = nullptr) noexcept;
 
+// The stream-ordered allocator's pool: one default pool, whose release threshold (the bytes it
+// keeps when a stream synchronises, instead of handing them back to the driver) can be set and
+// read. cudaMallocAsync itself does not model the pool's reuse.
+struct CUmemPoolHandle_st;
+using cudaMemPool_t = CUmemPoolHandle_st*;
+enum cudaMemPoolAttr : int {
+  cudaMemPoolAttrReleaseThreshold = 4,
+};
+cudaError_t cudaGetDevice(int* device) noexcept;
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int device) noexcept;
+/// `value` points at an unsigned long long (cuuint64_t), as in CUDA.
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) noexcept;
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, cudaMemPoolAttr attr, void* value) noexcept;
+
 // ---------------------------------------------------------------------------------------------
 // What the emulator adds: kernel launches and host work ordered on a stream, and its settings.
 namespace tapeflow::emu {

@@ -7,6 +7,7 @@
 #include <tapeflow/device/platform.hpp>
 #include <tapeflow/error.hpp>
 
+#include <algorithm>
 #include <mutex>
 #include <vector>
 
@@ -116,8 +117,30 @@ device_limits cuda_limits(int ordinal)
   return cache.back().second;
 }
 
+/// cudaMallocAsync draws from the device's default memory pool, whose release threshold is 0 by
+/// default: at every synchronisation the pool hands all its unused memory back to the driver, and
+/// the next allocations map it again (about 25 GiB a run for the big benchmarks, a timed forward
+/// at a time). tapeflow sets it to the largest value once per device, so that freed memory stays
+/// in the pool for the process's next allocations; chains keep their own tape memory anyway
+/// (buffer_pool), this covers every other buffer. `cudaMemPoolTrimTo(pool, 0)` gives it back.
+void keep_pool_memory()
+{
+  int device = 0;
+  TAPEFLOW_CUDA_TRY(cudaGetDevice(&device));
+  static std::mutex mutex;
+  static std::vector<int> done;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (std::find(done.begin(), done.end(), device) != done.end()) { return; }
+  cudaMemPool_t pool = nullptr;
+  TAPEFLOW_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
+  unsigned long long threshold = ~0ULL;
+  TAPEFLOW_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  done.push_back(device);
+}
+
 void* cuda_allocate(std::size_t bytes, stream_view stream)
 {
+  keep_pool_memory();
   void* ptr = nullptr;
   cudaError_t const status = cudaMallocAsync(&ptr, bytes, to_native(stream));
   if (status == cudaErrorMemoryAllocation) {

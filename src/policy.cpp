@@ -16,6 +16,7 @@ std::string_view to_string(tape_policy policy) noexcept
     case tape_policy::store: return "store";
     case tape_policy::offload: return "offload";
     case tape_policy::recompute: return "recompute";
+    case tape_policy::mixed: return "mixed";
   }
   return "unknown";
 }
@@ -60,6 +61,8 @@ chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, s
     stats.plan.smem_bytes != 0 ? stats.plan.smem_bytes : stats.plan.window_records() * stats.plan.record_bytes;
   tiers.min_device_bytes = std::min(staging, stats.layer_bytes);
   tiers.budgets = {options.budget_bytes, options.host_budget_bytes};
+  // A copy into host memory saves nothing on the CPU backend: `auto` keeps to the device there.
+  tiers.host_helps = options.kind != backend::cpu || options.host_tier_on_cpu;
   bool const fits_as_stored = options.budget_bytes == 0 || stats.tape_bytes <= options.budget_bytes;
   // Costs shape every plan but the device tier's: measure the bandwidths only when they matter.
   bool const needs_costs = options.policy != tape_policy::store &&

@@ -97,27 +97,44 @@ TEST(TierPlanner, RecomputeRunsRevolveWithTheSnapshotsTheBudgetHolds)
   EXPECT_THROW(static_cast<void>(plan_tiers(r)), budget_error);
 }
 
-TEST(TierPlanner, AutomaticStoresWhatFitsAndPicksTheCheaperTierForTheRest)
+TEST(TierPlanner, AutomaticStoresWhatFitsAndRunsTheOptimiserForTheRest)
 {
   tier_request r = chain_request(tape_policy::automatic, 10, 0);
   EXPECT_EQ(plan_tiers(r).policy, tape_policy::store);
   r.budgets.device_bytes = 20 * MiB;  // half the tape
   tier_plan const mixed = plan_tiers(r);
   expect_placed(mixed, r);
-  EXPECT_EQ(mixed.policy, tape_policy::offload);
+  EXPECT_EQ(mixed.policy, tape_policy::mixed);
   EXPECT_GT(mixed.count(tier::device), 0u);
-  EXPECT_GT(mixed.count(tier::host), 0u);
-  // Kept layers are the last ones: they are reversed first, while the others are prefetched.
-  for (std::size_t i = 0; i + 1 < mixed.tiers.size(); ++i) {
-    EXPECT_FALSE(mixed.tiers[i] == tier::device && mixed.tiers[i + 1] == tier::host);
+  EXPECT_GT(mixed.count(tier::host), 0u);  // copies hide behind 1 ms steps: no recomputation
+  EXPECT_EQ(mixed.count(tier::recompute), 0u);
+  EXPECT_EQ(mixed.recompute_steps, 0u);
+  EXPECT_EQ(mixed.predicted_ms, mixed.mixed.predicted_ms);
+  // Never worse than the host split or Revolve the planner would have forced.
+  for (tape_policy forced : {tape_policy::offload, tape_policy::recompute}) {
+    tier_request f = r;
+    f.policy = forced;
+    EXPECT_LE(mixed.predicted_ms, plan_tiers(f).predicted_ms + 1e-9) << to_string(forced);
   }
-  // With a crawling copy engine, recomputation is cheaper.
+  // With a crawling copy engine, recomputation is cheaper: no layer goes to the host.
   r.bw.h2d_GBps = r.bw.d2h_GBps = 0.01;
-  EXPECT_EQ(plan_tiers(r).policy, tape_policy::recompute);
-  // Without host memory for the offloaded layers, recomputation is the only way.
+  tier_plan const slow = plan_tiers(r);
+  EXPECT_EQ(slow.count(tier::host), 0u);
+  EXPECT_GT(slow.count(tier::recompute), 0u);
+  // Without host memory for the layers, recomputation is the only way.
   r.bw = {20.0, 20.0, 1000.0};
   r.budgets.host_bytes = MiB;
-  EXPECT_EQ(plan_tiers(r).policy, tape_policy::recompute);
+  EXPECT_EQ(plan_tiers(r).count(tier::host), 0u);
+  // Where a copy to the host saves nothing (the CPU backend), auto never uses it.
+  r.budgets.host_bytes = 0;
+  r.host_helps = false;
+  tier_plan const cpu = plan_tiers(r);
+  EXPECT_EQ(cpu.count(tier::host), 0u);
+  EXPECT_EQ(cpu.mixed.checkpoints[1], 0u);
+  EXPECT_GT(cpu.count(tier::recompute), 0u);
+  // A request for 'mixed' is a mistake: it is what auto resolves to.
+  r.policy = tape_policy::mixed;
+  EXPECT_THROW(static_cast<void>(plan_tiers(r)), logic_error);
 }
 
 TEST(TierPlanner, BadRequestsAreTypedErrors)
@@ -197,6 +214,17 @@ TEST_P(AllenCahnTiers, SameGradientBitsAsStoreAllWithinTheBudget)
   ac::options o = base;
   o.policy = c.policy;
   o.budget_bytes = reference.chain.tape_bytes * static_cast<std::size_t>(c.percent) / 100;
+  if (c.policy == tape_policy::automatic && c.percent == 10) {
+    // A tenth of the tape holds neither a layer and a snapshot of the state nor anything but a
+    // host ring, and auto never offloads on the CPU backend: it says so.
+    try {
+      static_cast<void>(ac::gradient(ac::problem{n, steps}, u0, o));
+      ADD_FAILURE() << "auto should not fit a tenth of the tape on the CPU backend";
+    } catch (budget_error const& e) {
+      EXPECT_NE(std::string{e.what()}.find("ask for offload"), std::string::npos) << e.what();
+    }
+    o.host_tier_on_cpu = true;  // where host memory helps, auto offloads
+  }
   ac::gradient_result<float> const r = ac::gradient(ac::problem{n, steps}, u0, o);
   SCOPED_TRACE(r.chain.tiers.describe());
   EXPECT_EQ(std::memcmp(r.gradient.data(), reference.gradient.data(), u0.size() * sizeof(float)), 0);
@@ -206,6 +234,9 @@ TEST_P(AllenCahnTiers, SameGradientBitsAsStoreAllWithinTheBudget)
   EXPECT_EQ(r.chain.prefetches, r.chain.tiers.count(tier::host));
   if (r.chain.policy == tape_policy::recompute) {
     EXPECT_EQ(r.chain.recompute_steps, revolve_forward_steps(steps, r.chain.tiers.snapshots));
+  } else if (r.chain.policy == tape_policy::mixed) {
+    EXPECT_EQ(r.chain.recompute_steps, r.chain.tiers.recompute_steps);  // as planned
+    if (!o.host_tier_on_cpu) { EXPECT_EQ(r.chain.tiers.count(tier::host), 0u); }  // auto on the CPU
   } else {
     EXPECT_EQ(r.chain.recompute_steps, 0u);
   }

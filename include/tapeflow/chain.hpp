@@ -7,10 +7,14 @@
 //              stream `prefetch_distance` layers ahead (detail/host_tier.hpp);
 //   recompute  a Revolve schedule: snapshots of the state, untaped advances, each layer taped
 //              just before its reverse.
+// Policy `auto` resolves to `mixed` when the tape does not fit the device: the chain then runs
+// the optimiser's schedule (tapeflow/schedule.hpp), which mixes all three per step and keeps
+// its checkpoints on the device or the host (detail/mixed_host.hpp).
 #pragma once
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/detail/host_tier.hpp>
+#include <tapeflow/detail/mixed_host.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/nvtx.hpp>
@@ -19,6 +23,7 @@
 #include <tapeflow/program.hpp>
 #include <tapeflow/record.hpp>
 #include <tapeflow/revolve.hpp>
+#include <tapeflow/schedule.hpp>
 #include <tapeflow/step.hpp>
 #include <tapeflow/stream.hpp>
 #include <tapeflow/tape.hpp>
@@ -49,6 +54,10 @@ struct chain_options {
   /// Copy bandwidths for the planner's cost model; zeros mean "measure them" (once per process,
   /// and only when the plan depends on them).
   bandwidths bw{};
+  /// On the CPU backend `auto` never puts layers or checkpoints in host memory (a copy there
+  /// saves nothing); this lets it, to run the host tier's part of a mixed schedule on the CPU
+  /// (tests do).
+  bool host_tier_on_cpu{false};
   /// Tile, stage and block overrides; `record_bytes` and `records` are filled in by the chain.
   pipeline_request pipeline{};
   /// Keep every layer and the adjoint buffers resident across iterations and replay the reverse
@@ -163,6 +172,8 @@ class chain {
     try {
       if (stats_.policy == tape_policy::recompute) {
         recompute_forward(state, s);
+      } else if (stats_.policy == tape_policy::mixed) {
+        mixed_forward(state, s);
       } else {
         tiered_forward(state, s);
       }
@@ -189,6 +200,8 @@ class chain {
           captured_reverse(adjoint, s);
         } else if (stats_.policy == tape_policy::recompute) {
           recompute_reverse(adjoint, s);
+        } else if (stats_.policy == tape_policy::mixed) {
+          mixed_reverse(adjoint, s);
         } else {
           tiered_reverse(adjoint, s);
         }
@@ -368,6 +381,146 @@ class chain {
     }
   }
 
+  // ---- the mixed schedule (tapeflow/schedule.hpp) -----------------------------------------
+  void mixed_forward(device_buffer& state, stream_view s)
+  {
+    std::size_t const bytes = state.size();
+    work_.emplace(options_.kind, bytes, s);
+    scratch_.emplace(options_.kind, bytes, s);
+    checkpoints_.clear();
+    checkpoints_.resize(steps_);
+    checkpoint_bytes_ = 0;
+    if (!mixed_host_ && (stats_.tiers.count(tier::host) > 0 || stats_.tiers.mixed.checkpoints[1] > 0)) {
+      mixed_host_ = std::make_unique<detail::mixed_host>(options_.kind, stats_.layer_bytes, steps_);
+    }
+    track_peak();
+    work_->copy_from(state, s);
+    next_action_ = 0;
+    std::vector<schedule_action> const& actions = stats_.tiers.mixed.actions;
+    // Up to its first reverse: the taped run of the last step, whose output is the final state.
+    while (actions[next_action_].kind != action_kind::reverse) { run_mixed(actions[next_action_++], s); }
+    state.copy_from(*work_, s);
+  }
+
+  void mixed_reverse(device_buffer& adjoint, stream_view s)
+  {
+    device_buffer scratch(options_.kind, adjoint.size(), s);
+    std::vector<schedule_action> const& actions = stats_.tiers.mixed.actions;
+    for (; next_action_ < actions.size(); ++next_action_) {
+      schedule_action const& a = actions[next_action_];
+      if (a.kind != action_kind::reverse) {
+        run_mixed(a, s);
+        continue;
+      }
+      TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
+      poison(scratch, s);
+      if (a.where == level::host) {
+        auto const* slot = static_cast<record_type const*>(mixed_host_->begin_read(a.step, s));
+        prefetch_next_host_layer(next_action_ + 1);
+        step_.reverse(a.step, tape_reader<record_type>{slot, stats_.plan.layout()}, stats_.plan,
+                      adjoint.data_as<value_type>(), scratch.data_as<value_type>(), s);
+        mixed_host_->end_read(a.step, s);
+      } else {
+        step_.reverse(a.step, tape_.top().template reader<record_type>(), stats_.plan, adjoint.data_as<value_type>(),
+                      scratch.data_as<value_type>(), s);
+        tape_.pop();
+      }
+      std::swap(adjoint, scratch);
+      report(chain_phase::reverse, steps_ - a.step);
+    }
+    if (mixed_host_) {
+      mixed_host_->end(s);
+      stats_.prefetches = mixed_host_->prefetches();
+      stats_.host_tape_bytes = mixed_host_->peak_host_bytes();
+    }
+    checkpoints_.clear();
+    checkpoint_bytes_ = 0;
+    work_.reset();
+    scratch_.reset();
+  }
+
+  /// Queues the copy back of the next host layer to be reversed, unless a host layer is written
+  /// before its reverse (then its slot is still needed for that write).
+  void prefetch_next_host_layer(std::size_t from)
+  {
+    std::vector<schedule_action> const& actions = stats_.tiers.mixed.actions;
+    for (std::size_t i = from; i < actions.size(); ++i) {
+      schedule_action const& a = actions[i];
+      if (a.kind == action_kind::taped && a.kept && a.where == level::host) { return; }
+      if (a.kind == action_kind::reverse && a.where == level::host) {
+        mixed_host_->prefetch(a.step);
+        return;
+      }
+    }
+  }
+
+  void run_mixed(schedule_action const& a, stream_view s)
+  {
+    switch (a.kind) {
+      case action_kind::advance: {
+        TAPEFLOW_NVTX_RANGE("tapeflow::recompute");
+        event* begin = mark(s);
+        for (std::size_t t = a.step; t < a.to; ++t) {
+          poison(*scratch_, s);
+          step_.forward(t, work_->data_as<value_type>(), scratch_->data_as<value_type>(), s);
+          std::swap(*work_, *scratch_);
+        }
+        event* end = mark(s);
+        if (begin != nullptr) { recompute_events_.emplace_back(begin, end); }
+        stats_.recompute_steps += a.to - a.step;
+        break;
+      }
+      case action_kind::taped: {
+        TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
+        poison(*scratch_, s);
+        if (a.kept && a.where == level::host) {
+          auto* slot = static_cast<record_type*>(mixed_host_->begin_write(a.step, stats_.layer_bytes, s));
+          track_peak();
+          if (options_.poison) { mixed_host_->fill_slot(a.step, 0xFF, s); }
+          step_.augmented_forward(a.step, work_->data_as<value_type>(), scratch_->data_as<value_type>(),
+                                  tape_writer<record_type>{slot, stats_.plan.layout()}, s);
+          mixed_host_->end_write(a.step, s);
+        } else {
+          layer& l = tape_.push<record_type>(stats_.plan.records, stats_.plan.tile_records, s);
+          track_peak();
+          if (options_.poison) { l.fill(0xFF, s); }
+          step_.augmented_forward(a.step, work_->data_as<value_type>(), scratch_->data_as<value_type>(),
+                                  l.writer<record_type>(), s);
+          l.commit();
+        }
+        std::swap(*work_, *scratch_);
+        if (!pending_ && a.step + 1 == steps_) { report(chain_phase::forward, steps_); }
+        break;
+      }
+      case action_kind::store:
+        if (a.where == level::host) {
+          mixed_host_->store(a.step, *work_, s);
+        } else {
+          checkpoints_[a.step] = device_buffer(options_.kind, work_->size(), s);
+          checkpoint_bytes_ += work_->size();
+          track_peak();
+          checkpoints_[a.step].copy_from(*work_, s);
+        }
+        break;
+      case action_kind::restore:
+        if (a.where == level::host) {
+          mixed_host_->restore(a.step, *work_, s);
+        } else {
+          work_->copy_from(checkpoints_[a.step], s);
+        }
+        break;
+      case action_kind::release:
+        if (a.where == level::host) {
+          mixed_host_->release(a.step);
+        } else {
+          checkpoints_[a.step] = device_buffer{};
+          checkpoint_bytes_ -= work_->size();
+        }
+        break;
+      case action_kind::reverse: break;  // handled by mixed_reverse
+    }
+  }
+
   // ---- bookkeeping -------------------------------------------------------------------------
   stream_view compute_stream(stream_view requested) const noexcept
   {
@@ -379,7 +532,7 @@ class chain {
   /// recomputation if that fits the device budget; otherwise the allocation error propagates.
   void prepare_tiers()
   {
-    if (stats_.tiers.count(tier::host) == 0 || host_) { return; }
+    if (stats_.policy == tape_policy::mixed || stats_.tiers.count(tier::host) == 0 || host_) { return; }
     try {
       host_ = std::make_unique<detail::host_tier>(options_.kind, stats_.layer_bytes, stats_.tiers.count(tier::host),
                                                   stats_.tiers.ring_slots, stats_.tiers.prefetch_distance,
@@ -409,6 +562,9 @@ class chain {
     }
     while (!tape_.empty()) { tape_.pop(); }
     if (host_) { host_->abandon(); }
+    if (mixed_host_) { mixed_host_->abandon(); }
+    checkpoints_.clear();
+    checkpoint_bytes_ = 0;
     snapshots_.clear();
     work_.reset();
     scratch_.reset();
@@ -419,7 +575,8 @@ class chain {
 
   void track_peak() noexcept
   {
-    std::size_t now = tape_.bytes() + (host_ ? host_->ring_bytes() : 0) + snapshots_.size() * state_bytes();
+    std::size_t now = tape_.bytes() + (host_ ? host_->ring_bytes() : 0) + snapshots_.size() * state_bytes() +
+                      checkpoint_bytes_ + (mixed_host_ ? mixed_host_->ring_bytes() : 0);
     peak_ = std::max(peak_, now);
   }
 
@@ -501,6 +658,10 @@ class chain {
   std::optional<device_buffer> work_;
   std::optional<device_buffer> scratch_;
   std::vector<device_buffer> snapshots_;
+  // mixed schedule: device checkpoints by step, and the host side
+  std::vector<device_buffer> checkpoints_;
+  std::size_t checkpoint_bytes_{0};
+  std::unique_ptr<detail::mixed_host> mixed_host_;
   // capture_reverse: the resident tape and adjoints, and the program that reverses them
   std::vector<device_buffer> arena_;
   device_buffer adjoints_[2];

@@ -366,9 +366,12 @@ replayed replay(schedule_model const& m, std::vector<schedule_action> const& act
   }
   if (next != 0) { TAPEFLOW_FAIL(logic_error, "invalid schedule: step " + std::to_string(next - 1) + " is not reversed"); }
   if (!held.empty()) { TAPEFLOW_FAIL(logic_error, "invalid schedule: a checkpoint is never released"); }
-  // A working layer whose step never ran untaped was taped in the first sweep: a device layer.
+  // A step that ran untaped before its layer was taped had its layer rebuilt from a checkpoint
+  // (unless the host kept it): recomputed. One that never did was taped in the first sweep and
+  // kept on the device until its reverse (the last step: just before it).
   for (std::size_t t = 0; t < n; ++t) {
-    if (r.fate[t] == layer_fate::recompute && r.recomputed[t] == 0) { r.fate[t] = layer_fate::device; }
+    if (r.fate[t] == layer_fate::host) { continue; }
+    r.fate[t] = r.recomputed[t] > 0 ? layer_fate::recompute : layer_fate::device;
   }
   return r;
 }

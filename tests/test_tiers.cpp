@@ -244,6 +244,51 @@ TEST_P(AllenCahnTiers, SameGradientBitsAsStoreAllWithinTheBudget)
   EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
 }
 
+TEST(MixedTiers, ATapeTenTimesTheDeviceBudgetMixesDeviceHostAndRecomputeWithTheSameBits)
+{
+  // The case: the tape is 10x the device budget, the host holds a quarter of it. On the
+  // CPU backend auto leaves the host out, so host_tier_on_cpu lets it in to run that path here.
+  std::size_t const n = 32;  // 4 KiB state, 4 KiB layers
+  std::size_t const steps = 60;
+  std::vector<float> const u0 = testing::random_state<float>(n * n, testing::fresh_seed());
+  ac::options base;
+  base.kind = backend::cpu;
+  base.poison = true;
+  base.pipeline.tile_records = 16;
+  base.pipeline.stages = 2;
+  base.bw = {50.0, 50.0, 20.0};  // a layer's copy hides behind a step: host layers are cheap
+  base.policy = tape_policy::store;
+  ac::gradient_result<float> const reference = ac::gradient(ac::problem{n, steps}, u0, base);
+
+  ac::options o = base;
+  o.policy = tape_policy::automatic;
+  o.host_tier_on_cpu = true;
+  o.budget_bytes = reference.chain.tape_bytes / 10;
+  o.host_budget_bytes = reference.chain.tape_bytes / 4;
+  ac::gradient_result<float> const r = ac::gradient(ac::problem{n, steps}, u0, o);
+  SCOPED_TRACE(r.chain.tiers.describe());
+  EXPECT_EQ(r.chain.policy, tape_policy::mixed);
+  EXPECT_GT(r.chain.tiers.count(tier::device), 0u);
+  EXPECT_GT(r.chain.tiers.count(tier::host), 0u);
+  EXPECT_GT(r.chain.tiers.count(tier::recompute), 0u);
+  EXPECT_EQ(std::memcmp(r.gradient.data(), reference.gradient.data(), u0.size() * sizeof(float)), 0);
+  EXPECT_EQ(r.loss, reference.loss);
+  EXPECT_LE(r.chain.peak_tape_bytes, o.budget_bytes);
+  EXPECT_LE(r.chain.host_tape_bytes, o.host_budget_bytes);
+  EXPECT_EQ(r.chain.prefetches, r.chain.tiers.count(tier::host));
+  EXPECT_EQ(r.chain.recompute_steps, r.chain.tiers.recompute_steps);
+  EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
+  EXPECT_EQ(host_memory_usage(backend::cpu).current_bytes, 0u);
+
+  // Without host_tier_on_cpu, auto keeps to device memory on the CPU backend.
+  o.host_tier_on_cpu = false;
+  ac::gradient_result<float> const cpu = ac::gradient(ac::problem{n, steps}, u0, o);
+  EXPECT_EQ(cpu.chain.tiers.count(tier::host), 0u);
+  EXPECT_EQ(cpu.chain.tiers.mixed.checkpoints[1], 0u);
+  EXPECT_EQ(cpu.chain.host_tape_bytes, 0u);
+  EXPECT_EQ(std::memcmp(cpu.gradient.data(), reference.gradient.data(), u0.size() * sizeof(float)), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(
   PoliciesAndBudgets, AllenCahnTiers,
   ::testing::Values(tier_case{tape_policy::store, 100}, tier_case{tape_policy::automatic, 100},

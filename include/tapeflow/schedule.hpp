@@ -75,8 +75,8 @@ enum class layer_fate { device, host, recompute };
 struct schedule {
   std::vector<schedule_action> actions;
   double predicted_ms{0};               ///< forward + reverse under the model
-  /// per step: kept on the device (or taped in the first sweep just before its reverse), kept on
-  /// the host, or recomputed (taped just before its reverse after untaped runs)
+  /// per step: kept on the host; recomputed (the step ran untaped before its layer was taped
+  /// from a checkpoint); or kept on the device from the first sweep to its reverse
   std::vector<layer_fate> fate;
   std::vector<std::size_t> recomputed;  ///< per step: times it runs untaped
   std::size_t unit_bytes{0};            ///< the memory unit the optimiser counted in

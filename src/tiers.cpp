@@ -194,7 +194,7 @@ double aug_ms(layer_info const& l) { return l.aug_forward_ms > 0 ? l.aug_forward
 /// model of docs/tiers.md. The device budget holds the working layer (the one taped just before
 /// its reverse) and, when layers go to the host, two slots they pass through; the optimiser
 /// gets the rest. Tried without and with the host, the cheaper kept. Empty when nothing fits.
-std::optional<tier_plan> mixed_plan(tier_request const& r, summary const& s)
+std::optional<tier_plan> mixed_plan(tier_request const& r, summary const& s, bool host_allowed)
 {
   std::size_t const n = r.layers.size();
   schedule_model m;
@@ -223,7 +223,7 @@ std::optional<tier_plan> mixed_plan(tier_request const& r, summary const& s)
 
   std::optional<tier_plan> best;
   for (bool const use_host : {false, true}) {
-    if (use_host && !r.host_helps) { continue; }
+    if (use_host && !host_allowed) { continue; }
     std::size_t const reserved = (use_host ? 3 : 1) * s.largest;
     if (budget < reserved) { continue; }
     m.device_bytes = budget - reserved;
@@ -334,6 +334,15 @@ tier_plan plan_tiers(tier_request const& r)
       if (auto plan = host_plan(r, s, true)) { return *plan; }
       no_fit(r, s, "the host tier needs a device ring of at least one layer and host memory for every layer");
     case tape_policy::recompute:
+      if (r.state_bytes > 0 && !s.uniform) {
+        // A chain of unequal layers: the optimiser's schedule on the device alone (Revolve's
+        // closed form is for equal steps).
+        if (auto plan = mixed_plan(r, s, false)) {
+          plan->policy = tape_policy::recompute;
+          return *plan;
+        }
+        no_fit(r, s, "recomputation needs the largest layer and one snapshot of the state on the device");
+      }
       if (auto plan = recompute()) { return *plan; }
       no_fit(r, s, chain ? "recomputation needs one layer and one snapshot of the state on the device"
                          : "recomputation needs the largest layer on the device");
@@ -343,7 +352,7 @@ tier_plan plan_tiers(tier_request const& r)
   }
   if (store_fits) { return store; }
   if (r.state_bytes > 0) {
-    if (auto plan = mixed_plan(r, s)) { return *plan; }
+    if (auto plan = mixed_plan(r, s, r.host_helps)) { return *plan; }
     // Below a working layer beside the mixed schedule's host slots, every layer can still pass
     // through the host tier's ring.
     if (r.host_helps) {
@@ -373,7 +382,7 @@ std::string tier_plan::describe() const
     text += "; host tier " + mib(host_bytes) + " pinned, ring of " + std::to_string(ring_slots) +
             " slots, prefetch distance " + std::to_string(prefetch_distance);
   }
-  if (policy == tape_policy::mixed) {
+  if (!mixed.actions.empty()) {
     text += "; " + std::to_string(mixed.checkpoints[0]) + " device and " + std::to_string(mixed.checkpoints[1]) +
             " host checkpoints stored, " + std::to_string(recompute_steps) + " untaped steps";
   } else if (policy == tape_policy::recompute && snapshots > 0) {
@@ -383,7 +392,7 @@ std::string tier_plan::describe() const
     text += "; " + std::to_string(recompute_steps) + " layers rebuilt";
   }
   char overhead[96];
-  if (policy == tape_policy::mixed) {
+  if (!mixed.actions.empty()) {
     std::snprintf(overhead, sizeof overhead, "; predicted %.3f ms, estimated overhead %.3f ms", predicted_ms,
                   overhead_ms);
   } else {

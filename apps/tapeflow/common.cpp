@@ -360,7 +360,7 @@ json_object schedule_json(chain_stats const& c)
   std::vector<std::size_t> restores[2] = {std::vector<std::size_t>(n, 0), std::vector<std::size_t>(n, 0)};
   std::vector<std::size_t> recomputed(n, 0);
   std::vector<std::string> actions;
-  if (c.policy == tape_policy::mixed) {
+  if (!c.tiers.mixed.actions.empty()) {
     for (schedule_action const& a : c.tiers.mixed.actions) {
       int const k = static_cast<int>(a.where);
       if (a.kind == action_kind::store) { ++stores[k][a.step]; }

@@ -77,10 +77,11 @@ struct chain_options {
 struct chain_stats {
   backend kind{backend::cpu};
   tape_policy policy{tape_policy::store};  ///< resolved
-  pipeline_plan plan{};                    ///< tiling of every layer
+  pipeline_plan plan{};                    ///< tiling of every layer (of the largest, when they differ)
+  std::vector<pipeline_plan> step_plans;   ///< per step when layers differ; empty: every layer is `plan`
   tier_plan tiers{};                       ///< per-layer tiers, ring, snapshots
   std::size_t steps{0};
-  std::size_t layer_bytes{0};              ///< tape bytes of one layer
+  std::size_t layer_bytes{0};              ///< tape bytes of one layer (the largest, when they differ)
   std::size_t tape_bytes{0};               ///< tape bytes of all layers
   std::size_t peak_tape_bytes{0};          ///< most tape bytes held on the device at once (measured)
   std::size_t host_tape_bytes{0};          ///< pinned host bytes of the host tier
@@ -108,6 +109,12 @@ struct chain_stats {
 chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, std::size_t steps,
                        std::size_t state_bytes, chain_options const& options);
 
+/// The same for layers of different sizes: `records_per_step[t]` records for step t, one chain
+/// step per entry. One entry means every layer has that many (the steps count is then taken from
+/// `steps`).
+chain_stats plan_chain(std::size_t record_bytes, std::vector<std::size_t> const& records_per_step,
+                       std::size_t state_bytes, chain_options const& options, std::size_t steps = 0);
+
 /// A chain of `steps` applications of one differentiated step.
 ///
 /// The Step contract is in tapeflow/step.hpp, checked when the chain is instantiated: a Step that
@@ -129,11 +136,11 @@ class chain {
     require_record<record_type>();
     options_.pipeline.halo_records = std::max(options_.pipeline.halo_records, halo_records_of(step_));
     TAPEFLOW_EXPECTS(step_.state_size() > 0, "a chain's state must hold at least one value");
-    stats_ = plan_chain(sizeof(record_type), step_.records_per_step(), steps_, state_bytes(), options_);
+    stats_ = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), options_, steps_);
     TAPEFLOW_EXPECTS(!options_.capture_reverse || stats_.policy == tape_policy::store,
                      "capture_reverse needs every layer on the device (policy store); the plan chose '" +
                        std::string{to_string(stats_.policy)} + "'");
-    if (stats_.policy == tape_policy::recompute) {
+    if (stats_.policy == tape_policy::recompute && !runs_schedule()) {
       schedule_ = revolve_schedule(steps_, stats_.tiers.snapshots);
     }
   }
@@ -170,10 +177,10 @@ class chain {
     stats_.stall_ms = 0;
     stats_.prefetches = 0;
     try {
-      if (stats_.policy == tape_policy::recompute) {
-        recompute_forward(state, s);
-      } else if (stats_.policy == tape_policy::mixed) {
+      if (runs_schedule()) {
         mixed_forward(state, s);
+      } else if (stats_.policy == tape_policy::recompute) {
+        recompute_forward(state, s);
       } else {
         tiered_forward(state, s);
       }
@@ -198,10 +205,10 @@ class chain {
       try {
         if (options_.capture_reverse) {
           captured_reverse(adjoint, s);
+        } else if (runs_schedule()) {
+          mixed_reverse(adjoint, s);
         } else if (stats_.policy == tape_policy::recompute) {
           recompute_reverse(adjoint, s);
-        } else if (stats_.policy == tape_policy::mixed) {
-          mixed_reverse(adjoint, s);
         } else {
           tiered_reverse(adjoint, s);
         }
@@ -234,16 +241,16 @@ class chain {
       if (options_.capture_reverse) {
         if (options_.poison) { arena_[t].fill(0xFF, s); }
         step_.augmented_forward(t, state.data_as<value_type>(), scratch.data_as<value_type>(),
-                                tape_writer<record_type>{arena_[t].data_as<record_type>(), stats_.plan.layout()}, s);
+                                tape_writer<record_type>{arena_[t].data_as<record_type>(), plan_of(t).layout()}, s);
       } else if (stats_.tiers.tiers[t] == tier::host) {
         auto* slot = static_cast<record_type*>(host_->begin_write(offloaded, s));
         track_peak();
         if (options_.poison) { host_->fill_slot(offloaded, 0xFF, s); }
         step_.augmented_forward(t, state.data_as<value_type>(), scratch.data_as<value_type>(),
-                                tape_writer<record_type>{slot, stats_.plan.layout()}, s);
+                                tape_writer<record_type>{slot, plan_of(t).layout()}, s);
         host_->end_write(offloaded++, s);
       } else {
-        layer& l = tape_.push<record_type>(stats_.plan.records, stats_.plan.tile_records, s);
+        layer& l = tape_.push<record_type>(plan_of(t).records, plan_of(t).tile_records, s);
         track_peak();
         if (options_.poison) { l.fill(0xFF, s); }
         step_.augmented_forward(t, state.data_as<value_type>(), scratch.data_as<value_type>(),
@@ -266,11 +273,11 @@ class chain {
       if (stats_.tiers.tiers[t] == tier::host) {
         --offloaded;
         auto const* slot = static_cast<record_type const*>(host_->begin_read(offloaded, s));
-        step_.reverse(t, tape_reader<record_type>{slot, stats_.plan.layout()}, stats_.plan,
+        step_.reverse(t, tape_reader<record_type>{slot, plan_of(t).layout()}, plan_of(t),
                       adjoint.data_as<value_type>(), scratch.data_as<value_type>(), s);
         host_->end_read(offloaded, s);
       } else {
-        step_.reverse(t, tape_.top().template reader<record_type>(), stats_.plan, adjoint.data_as<value_type>(),
+        step_.reverse(t, tape_.top().template reader<record_type>(), plan_of(t), adjoint.data_as<value_type>(),
                       scratch.data_as<value_type>(), s);
         tape_.pop();
       }
@@ -292,8 +299,8 @@ class chain {
           std::size_t const in = (steps_ - 1 - t) % 2;
           device_buffer& out = adjoints_[1 - in];
           if (options_.poison) { out.fill(0xFF, ps); }
-          step_.reverse(t, tape_reader<record_type>{arena_[t].template data_as<record_type>(), stats_.plan.layout()},
-                        stats_.plan, adjoints_[in].template data_as<value_type>(), out.template data_as<value_type>(),
+          step_.reverse(t, tape_reader<record_type>{arena_[t].template data_as<record_type>(), plan_of(t).layout()},
+                        plan_of(t), adjoints_[in].template data_as<value_type>(), out.template data_as<value_type>(),
                         ps);
         }
       });
@@ -334,7 +341,7 @@ class chain {
       }
       TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
       poison(scratch, s);
-      step_.reverse(a.from, tape_.top().template reader<record_type>(), stats_.plan, adjoint.data_as<value_type>(),
+      step_.reverse(a.from, tape_.top().template reader<record_type>(), plan_of(a.from), adjoint.data_as<value_type>(),
                     scratch.data_as<value_type>(), s);
       tape_.pop();
       std::swap(adjoint, scratch);
@@ -366,7 +373,7 @@ class chain {
       }
       case revolve_op::taped: {
         TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
-        layer& l = tape_.push<record_type>(stats_.plan.records, stats_.plan.tile_records, s);
+        layer& l = tape_.push<record_type>(plan_of(a.from).records, plan_of(a.from).tile_records, s);
         track_peak();
         poison(*scratch_, s);
         if (options_.poison) { l.fill(0xFF, s); }
@@ -417,11 +424,11 @@ class chain {
       if (a.where == level::host) {
         auto const* slot = static_cast<record_type const*>(mixed_host_->begin_read(a.step, s));
         prefetch_next_host_layer(next_action_ + 1);
-        step_.reverse(a.step, tape_reader<record_type>{slot, stats_.plan.layout()}, stats_.plan,
+        step_.reverse(a.step, tape_reader<record_type>{slot, plan_of(a.step).layout()}, plan_of(a.step),
                       adjoint.data_as<value_type>(), scratch.data_as<value_type>(), s);
         mixed_host_->end_read(a.step, s);
       } else {
-        step_.reverse(a.step, tape_.top().template reader<record_type>(), stats_.plan, adjoint.data_as<value_type>(),
+        step_.reverse(a.step, tape_.top().template reader<record_type>(), plan_of(a.step), adjoint.data_as<value_type>(),
                       scratch.data_as<value_type>(), s);
         tape_.pop();
       }
@@ -474,14 +481,15 @@ class chain {
         TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
         poison(*scratch_, s);
         if (a.kept && a.where == level::host) {
-          auto* slot = static_cast<record_type*>(mixed_host_->begin_write(a.step, stats_.layer_bytes, s));
+          std::size_t const bytes = plan_of(a.step).records * sizeof(record_type);
+          auto* slot = static_cast<record_type*>(mixed_host_->begin_write(a.step, bytes, s));
           track_peak();
           if (options_.poison) { mixed_host_->fill_slot(a.step, 0xFF, s); }
           step_.augmented_forward(a.step, work_->data_as<value_type>(), scratch_->data_as<value_type>(),
-                                  tape_writer<record_type>{slot, stats_.plan.layout()}, s);
+                                  tape_writer<record_type>{slot, plan_of(a.step).layout()}, s);
           mixed_host_->end_write(a.step, s);
         } else {
-          layer& l = tape_.push<record_type>(stats_.plan.records, stats_.plan.tile_records, s);
+          layer& l = tape_.push<record_type>(plan_of(a.step).records, plan_of(a.step).tile_records, s);
           track_peak();
           if (options_.poison) { l.fill(0xFF, s); }
           step_.augmented_forward(a.step, work_->data_as<value_type>(), scratch_->data_as<value_type>(),
@@ -522,6 +530,28 @@ class chain {
   }
 
   // ---- bookkeeping -------------------------------------------------------------------------
+  /// The tiling of step t's layer: one plan for every layer, or one per step when they differ.
+  [[nodiscard]] pipeline_plan const& plan_of(std::size_t t) const noexcept
+  {
+    return stats_.step_plans.empty() ? stats_.plan : stats_.step_plans[t];
+  }
+
+  /// The chain runs the optimiser's schedule (auto's mixed plans; forced recompute over unequal
+  /// layers) rather than a tier split or a Revolve schedule.
+  [[nodiscard]] bool runs_schedule() const noexcept { return !stats_.tiers.mixed.actions.empty(); }
+
+  /// Records each step writes: one count, or one per step (Step::records_per_step(step)).
+  [[nodiscard]] std::vector<std::size_t> records_per_step() const
+  {
+    if constexpr (!detail::step_contract::has_records_per_step_of<Step>::value) {
+      return {step_.records_per_step()};
+    } else {
+      std::vector<std::size_t> records(steps_);
+      for (std::size_t t = 0; t < steps_; ++t) { records[t] = step_.records_per_step(t); }
+      return records;
+    }
+  }
+
   stream_view compute_stream(stream_view requested) const noexcept
   {
     // CPU steps run inline on the calling thread: order everything on the default stream.
@@ -543,7 +573,7 @@ class chain {
       fallback.policy = tape_policy::recompute;
       chain_stats replanned;
       try {
-        replanned = plan_chain(sizeof(record_type), step_.records_per_step(), steps_, state_bytes(), fallback);
+        replanned = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), fallback, steps_);
       } catch (budget_error const&) {
         throw failure;
       }

@@ -114,13 +114,27 @@ chain_stats plan_chain(std::size_t record_bytes, std::vector<std::size_t> const&
     return tiers.bw.d2d_GBps > 0 ? static_cast<double>(2 * state_bytes + bytes) / (2.0 * tiers.bw.d2d_GBps * 1e6)
                                  : 0.0;
   };
-  if (uniform) {
-    double const ms = step_ms(stats.layer_bytes);
-    tiers.layers.assign(steps, layer_info{stats.layer_bytes, ms, ms});
+  std::vector<step_cost> const& measured = options.step_costs;
+  TAPEFLOW_EXPECTS(measured.size() <= 1 || measured.size() == steps,
+                   "chain_options::step_costs needs one entry, or one per step (" + std::to_string(steps) + ")");
+  for (step_cost const& c : measured) {
+    TAPEFLOW_EXPECTS(c.forward_ms >= 0 && c.aug_forward_ms >= 0 && c.reverse_ms >= 0,
+                     "chain_options::step_costs must be non-negative");
+  }
+  auto const layer_of = [&](std::size_t t, std::size_t bytes) {
+    if (measured.empty()) { return layer_info{bytes, step_ms(bytes), step_ms(bytes)}; }
+    step_cost const& c = measured.size() == 1 ? measured[0] : measured[t];
+    // One measured step stands for all: taped forward and reverse scale with the layer's size.
+    double const scale = measured.size() == 1 && c.layer_bytes > 0 && c.layer_bytes != bytes
+                           ? static_cast<double>(bytes) / static_cast<double>(c.layer_bytes)
+                           : 1.0;
+    return layer_info{bytes, c.forward_ms, c.reverse_ms * scale, c.aug_forward_ms * scale};
+  };
+  if (uniform && measured.size() <= 1) {
+    tiers.layers.assign(steps, layer_of(0, stats.layer_bytes));
   } else {
-    for (std::size_t records : records_per_step) {
-      std::size_t const bytes = layer_bytes(record_bytes, records);
-      tiers.layers.push_back(layer_info{bytes, step_ms(bytes), step_ms(bytes)});
+    for (std::size_t t = 0; t < steps; ++t) {
+      tiers.layers.push_back(layer_of(t, layer_bytes(record_bytes, records_per_step[uniform ? 0 : t])));
     }
   }
   stats.tiers = plan_tiers(tiers);

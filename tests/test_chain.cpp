@@ -249,6 +249,41 @@ TEST(Chain, LayersOfDifferentSizesUnderEveryPolicyGiveTheSameBits)
   }
 }
 
+TEST(Chain, MeasuredStepCostsShapeThePlan)
+{
+  std::vector<double> const x0(64, 0.25);
+  std::size_t const layer = 32 * sizeof(toy_step::record_type);
+  chain_options o;
+  o.bw = {1.0, 1.0, 20.0};  // 512-byte layers copy in 0.5 us
+  o.budget_bytes = 5 * layer;
+  o.host_tier_on_cpu = true;
+  // Steps far slower than a layer's copy: the copies hide, layers go to the host.
+  o.step_costs = {step_cost{1.0, 1.0, 1.0, layer}};
+  chain<toy_step> slow_steps(toy_step{x0.size()}, 20, o);
+  EXPECT_GT(slow_steps.stats().tiers.count(tier::host), 0u) << slow_steps.stats().tiers.describe();
+  EXPECT_EQ(slow_steps.stats().tiers.count(tier::recompute), 0u) << slow_steps.stats().tiers.describe();
+  // Steps far faster than a copy: recomputing is cheaper than waiting for the host.
+  o.step_costs = {step_cost{1e-6, 1e-6, 1e-6, layer}};
+  chain<toy_step> fast_steps(toy_step{x0.size()}, 20, o);
+  EXPECT_EQ(fast_steps.stats().tiers.count(tier::host), 0u) << fast_steps.stats().tiers.describe();
+  EXPECT_GT(fast_steps.stats().tiers.count(tier::recompute), 0u) << fast_steps.stats().tiers.describe();
+  o.step_costs.assign(3, step_cost{});  // neither one nor one per step
+  EXPECT_THROW(chain<toy_step>(toy_step{x0.size()}, 20, o), logic_error);
+
+  // measure_steps times the step (a warm-up and three runs of each part) and plans with that.
+  o.step_costs.clear();
+  o.measure_steps = true;
+  o.poison = true;
+  chain<toy_step> measured(toy_step{x0.size()}, 20, o);
+  EXPECT_EQ(*measured.step().reverse_calls, 4u);
+  EXPECT_GT(measured.stats().tiers.predicted_ms, 0.0);
+  chain_options store;
+  store.policy = tape_policy::store;
+  chain<toy_step> reference(toy_step{x0.size()}, 20, store);
+  EXPECT_EQ(run(measured, x0), run(reference, x0));
+  EXPECT_LE(measured.stats().peak_tape_bytes, o.budget_bytes);
+}
+
 TEST(Policy, NamesRoundTrip)
 {
   for (tape_policy p : {tape_policy::automatic, tape_policy::store, tape_policy::offload, tape_policy::recompute}) {

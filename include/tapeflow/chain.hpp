@@ -58,6 +58,15 @@ struct chain_options {
   /// saves nothing); this lets it, to run the host tier's part of a mixed schedule on the CPU
   /// (tests do).
   bool host_tier_on_cpu{false};
+  /// Measured step costs for the planner (schedule.hpp's step_cost; layer_bytes is ignored):
+  /// one entry for every step, or one per step. Empty: estimated from the step's traffic at the
+  /// device-to-device bandwidth, or measured when `measure_steps` is set.
+  std::vector<step_cost> step_costs{};
+  /// Before planning a tape that does not fit, time the step's untaped forward, taped forward
+  /// and reverse (step 0 on a zero state: a warm-up, then the median of three) and plan with
+  /// those (scaled by layer size for layers of other sizes). The step runs a few extra times at
+  /// construction.
+  bool measure_steps{false};
   /// Tile, stage and block overrides; `record_bytes` and `records` are filled in by the chain.
   pipeline_request pipeline{};
   /// Keep every layer and the adjoint buffers resident across iterations and replay the reverse
@@ -137,6 +146,11 @@ class chain {
     options_.pipeline.halo_records = std::max(options_.pipeline.halo_records, halo_records_of(step_));
     TAPEFLOW_EXPECTS(step_.state_size() > 0, "a chain's state must hold at least one value");
     stats_ = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), options_, steps_);
+    if (options_.measure_steps && options_.step_costs.empty() && options_.policy != tape_policy::store &&
+        (options_.budget_bytes != 0 && stats_.tape_bytes > options_.budget_bytes)) {
+      options_.step_costs = measure_step_costs();
+      stats_ = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), options_, steps_);
+    }
     TAPEFLOW_EXPECTS(!options_.capture_reverse || stats_.policy == tape_policy::store,
                      "capture_reverse needs every layer on the device (policy store); the plan chose '" +
                        std::string{to_string(stats_.policy)} + "'");
@@ -527,6 +541,46 @@ class chain {
         break;
       case action_kind::reverse: break;  // handled by mixed_reverse
     }
+  }
+
+  /// Times step 0's untaped forward, taped forward and reverse on a zero state (options.measure_steps).
+  std::vector<step_cost> measure_step_costs()
+  {
+    stream_view const s = compute_stream({});
+    std::size_t const bytes = state_bytes();
+    device_buffer in(options_.kind, bytes, s);
+    device_buffer out(options_.kind, bytes, s);
+    device_buffer adjoint(options_.kind, bytes, s);
+    device_buffer adjoint_in(options_.kind, bytes, s);
+    pipeline_plan const& plan = plan_of(0);
+    device_buffer records(options_.kind, plan.records * sizeof(record_type), s);
+    in.fill(0, s);
+    adjoint.fill(0, s);
+    auto median_ms = [&](auto&& run) {
+      run();  // warm-up
+      double ms[3];
+      for (double& m : ms) {
+        synchronize(options_.kind, s);
+        auto const start = std::chrono::steady_clock::now();
+        run();
+        synchronize(options_.kind, s);
+        m = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      }
+      std::sort(ms, ms + 3);
+      return ms[1];
+    };
+    step_cost c;
+    c.forward_ms = median_ms([&] { step_.forward(0, in.data_as<value_type>(), out.data_as<value_type>(), s); });
+    c.aug_forward_ms = median_ms([&] {
+      step_.augmented_forward(0, in.data_as<value_type>(), out.data_as<value_type>(),
+                              tape_writer<record_type>{records.data_as<record_type>(), plan.layout()}, s);
+    });
+    c.reverse_ms = median_ms([&] {
+      step_.reverse(0, tape_reader<record_type>{records.data_as<record_type>(), plan.layout()}, plan,
+                    adjoint.data_as<value_type>(), adjoint_in.data_as<value_type>(), s);
+    });
+    c.layer_bytes = plan.records * sizeof(record_type);
+    return {c};
   }
 
   // ---- bookkeeping -------------------------------------------------------------------------

@@ -56,6 +56,20 @@ void check_model(schedule_model const& m)
 
 double host_penalty(schedule_model const& m, std::size_t i) { return m.host_layer_ms.empty() ? 0.0 : m.host_layer_ms[i]; }
 
+/// Every step the same (size, costs, host cost): the tables then depend on an interval's length only.
+bool equal_steps(schedule_model const& m)
+{
+  for (std::size_t i = 0; i < m.steps.size(); ++i) {
+    step_cost const& s = m.steps[i];
+    step_cost const& f = m.steps[0];
+    if (s.layer_bytes != f.layer_bytes || s.forward_ms != f.forward_ms || s.aug_forward_ms != f.aug_forward_ms ||
+        s.reverse_ms != f.reverse_ms || host_penalty(m, i) != host_penalty(m, 0)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /// The dynamic program. C(i, e, d, h): reverse steps [i, e) with the working state at step i
 /// (held by nothing else), d device and h host units free. P_k(i, e, d, h): the same with the
 /// state at i held in a checkpoint on level k, which d and h do not count.
@@ -63,11 +77,7 @@ class optimiser {
  public:
   optimiser(schedule_model const& m, std::size_t unit) : m_(m), n_(m.steps.size()), unit_(unit)
   {
-    uniform_ = std::all_of(m.steps.begin(), m.steps.end(), [&](step_cost const& s) {
-      return s.layer_bytes == m.steps[0].layer_bytes && s.forward_ms == m.steps[0].forward_ms &&
-             s.aug_forward_ms == m.steps[0].aug_forward_ms && s.reverse_ms == m.steps[0].reverse_ms;
-    });
-    for (std::size_t i = 0; i < n_ && uniform_; ++i) { uniform_ = host_penalty(m, i) == host_penalty(m, 0); }
+    uniform_ = equal_steps(m);
     state_ = units(m.state_bytes, unit);
     D_ = m.device_bytes / unit;
     H_ = m.host_bytes / unit;
@@ -92,6 +102,8 @@ class optimiser {
     double const keys = uniform_ ? double(n_ + 1) : double(n_ + 1) * double(n_ + 2) / 2.0;
     return keys * double(D_ + 1) * double(H_ + 1) * 3.0 * double(n_);
   }
+  /// No coarser unit shrinks the tables further.
+  [[nodiscard]] bool smallest() const noexcept { return D_ == 0 && H_ == 0; }
   [[nodiscard]] double entries() const
   {
     double const keys = uniform_ ? double(n_ + 1) : double(n_ + 1) * double(n_ + 1);
@@ -383,12 +395,18 @@ schedule optimal_schedule(schedule_model const& model)
   TAPEFLOW_NVTX_RANGE("tapeflow::optimal_schedule");
   check_model(model);
   std::size_t unit = model.unit_bytes != 0 ? model.unit_bytes : natural_unit(model);
+  TAPEFLOW_EXPECTS(model.steps.size() <= max_schedule_steps(equal_steps(model)),
+                   "the optimiser plans at most " + std::to_string(max_schedule_steps(true)) + " equal or " +
+                     std::to_string(max_schedule_steps(false)) + " unequal steps; got " +
+                     std::to_string(model.steps.size()));
   // Coarsen the unit until the tables are small enough to solve in well under a second.
-  constexpr double max_work = 6e7;
-  constexpr double max_entries = 6e6;
+  constexpr double max_work = 2e8;
+  constexpr double max_entries = 4e6;
   for (;;) {
     optimiser probe(model, unit);
-    if (model.unit_bytes != 0 || (probe.work() <= max_work && probe.entries() <= max_entries)) { break; }
+    if (model.unit_bytes != 0 || probe.smallest() || (probe.work() <= max_work && probe.entries() <= max_entries)) {
+      break;
+    }
     unit *= 2;
   }
   optimiser dp(model, unit);
@@ -414,6 +432,8 @@ schedule optimal_schedule(schedule_model const& model)
   out.checkpoints[1] = r.stores[1];
   return out;
 }
+
+std::size_t max_schedule_steps(bool equal_steps) noexcept { return equal_steps ? 4000 : 400; }
 
 double evaluate_schedule(schedule_model const& model, std::vector<schedule_action> const& actions,
                          std::size_t unit_bytes)

@@ -137,6 +137,34 @@ TEST(TierPlanner, AutomaticStoresWhatFitsAndRunsTheOptimiserForTheRest)
   EXPECT_THROW(static_cast<void>(plan_tiers(r)), logic_error);
 }
 
+TEST(TierPlanner, ChainsLongerThanTheOptimiserPlansFallBackToTheHostSplitOrRevolve)
+{
+  // 5000 equal steps: beyond the optimiser's tables; auto plans as before the mixed schedule.
+  tier_request r = chain_request(tape_policy::automatic, max_schedule_steps(true) + 1000, 40 * MiB);
+  tier_plan const p = plan_tiers(r);
+  expect_placed(p, r);
+  EXPECT_TRUE(p.mixed.actions.empty());
+  EXPECT_TRUE(p.policy == tape_policy::offload || p.policy == tape_policy::recompute) << p.describe();
+  r.host_helps = false;
+  EXPECT_EQ(plan_tiers(r).policy, tape_policy::recompute);
+  // 500 unequal steps under recompute: Revolve over the largest layer.
+  tier_request u = chain_request(tape_policy::recompute, max_schedule_steps(false) + 100, 40 * MiB);
+  u.layers[7].tape_bytes = 2 * MiB;
+  tier_plan const q = plan_tiers(u);
+  EXPECT_TRUE(q.mixed.actions.empty());
+  EXPECT_EQ(q.policy, tape_policy::recompute);
+  EXPECT_EQ(q.recompute_steps, revolve_forward_steps(u.layers.size(), q.snapshots));
+  // The optimiser itself refuses them with a typed error.
+  schedule_model m;
+  m.steps.assign(max_schedule_steps(false) + 1, step_cost{1.0, 1.0, 1.0, 10});
+  m.steps[3].layer_bytes = 20;
+  m.state_bytes = 10;
+  m.device_bytes = 100;
+  EXPECT_THROW(static_cast<void>(optimal_schedule(m)), logic_error);
+  m.steps[3].layer_bytes = 10;  // equal steps: within the limit
+  EXPECT_NO_THROW(static_cast<void>(optimal_schedule(m)));
+}
+
 TEST(TierPlanner, BadRequestsAreTypedErrors)
 {
   tier_request r = chain_request(tape_policy::automatic, 4, 32 * 1024);  // below one tile x depth

@@ -90,6 +90,11 @@ struct schedule {
 /// checkpoint... or the chain has one step), logic_error for a malformed model.
 [[nodiscard]] schedule optimal_schedule(schedule_model const& model);
 
+/// The longest chain optimal_schedule plans: the tables grow with the steps squared (unequal
+/// steps) or the steps (equal ones, whose costs are then equal too); longer chains are a
+/// logic_error, and the tier planner falls back to the host tier or Revolve for them.
+[[nodiscard]] std::size_t max_schedule_steps(bool equal_steps) noexcept;
+
 /// Replays a schedule: checks it is valid (every step reversed once, last first, from a layer
 /// taped from the right state; checkpoints restored only while held; memory within the model's
 /// budgets, counted in the model's unit) and returns its cost under the model. Throws

@@ -308,6 +308,15 @@ TEST(MixedTiers, ATapeTenTimesTheDeviceBudgetMixesDeviceHostAndRecomputeWithTheS
   EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
   EXPECT_EQ(host_memory_usage(backend::cpu).current_bytes, 0u);
 
+  // A slow copy engine (every D2H and H2D copy 2 ms late) changes when copies land, not the bits:
+  // the events order every slot's writes, copies out, prefetches and reads.
+  {
+    fault::scoped_cpu_copy_delay const slow(std::chrono::milliseconds(2));
+    ac::gradient_result<float> const delayed = ac::gradient(ac::problem{n, steps}, u0, o);
+    EXPECT_EQ(std::memcmp(delayed.gradient.data(), reference.gradient.data(), u0.size() * sizeof(float)), 0);
+    EXPECT_EQ(delayed.chain.prefetches, r.chain.prefetches);
+  }
+
   // Without host_tier_on_cpu, auto keeps to device memory on the CPU backend.
   o.host_tier_on_cpu = false;
   ac::gradient_result<float> const cpu = ac::gradient(ac::problem{n, steps}, u0, o);

@@ -28,7 +28,12 @@ pinned_buffer mixed_host::take(std::size_t bytes)
     buffer = std::move(it->second);
     pool_.erase(it);
   } else {
-    buffer = pinned_buffer(kind_, bytes);
+    try {
+      buffer = pinned_buffer(kind_, bytes);
+    } catch (out_of_memory const&) {
+      allocation_failed_ = true;
+      throw;
+    }
   }
   held_bytes_ += bytes;
   peak_bytes_ = std::max(peak_bytes_, held_bytes_);

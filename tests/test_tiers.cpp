@@ -317,6 +317,28 @@ TEST(MixedTiers, ATapeTenTimesTheDeviceBudgetMixesDeviceHostAndRecomputeWithTheS
     EXPECT_EQ(delayed.chain.prefetches, r.chain.prefetches);
   }
 
+  // Pinned memory that cannot be had (the n-th pinned allocation fails, for every n): the chain
+  // plans again without host memory and gives the same bits, holding nothing afterwards.
+  std::size_t fallbacks = 0;
+  for (std::size_t k = 1;; ++k) {
+    std::size_t const before = fault::injected(fault::site::host_allocation);
+    ac::gradient_result<float> failed;
+    {
+      fault::scoped_failure const armed(fault::site::host_allocation, k);
+      failed = ac::gradient(ac::problem{n, steps}, u0, o);
+    }
+    EXPECT_EQ(std::memcmp(failed.gradient.data(), reference.gradient.data(), u0.size() * sizeof(float)), 0) << k;
+    EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
+    EXPECT_EQ(host_memory_usage(backend::cpu).current_bytes, 0u);
+    if (fault::injected(fault::site::host_allocation) == before) { break; }  // the k-th never came
+    ++fallbacks;
+    EXPECT_NE(failed.chain.fallback.find("pinned memory unavailable"), std::string::npos) << k;
+    EXPECT_EQ(failed.chain.tiers.count(tier::host), 0u) << k;
+    EXPECT_LE(failed.chain.peak_tape_bytes, o.budget_bytes) << k;
+    ASSERT_LT(k, 1000u);
+  }
+  EXPECT_GT(fallbacks, 0u);
+
   // Without host_tier_on_cpu, auto keeps to device memory on the CPU backend.
   o.host_tier_on_cpu = false;
   ac::gradient_result<float> const cpu = ac::gradient(ac::problem{n, steps}, u0, o);

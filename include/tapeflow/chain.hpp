@@ -192,7 +192,18 @@ class chain {
     stats_.prefetches = 0;
     try {
       if (runs_schedule()) {
-        mixed_forward(state, s);
+        try {
+          mixed_forward(state, s);
+        } catch (out_of_memory const& failure) {
+          // Pinned memory could not be had: plan without host memory and run again (`state`
+          // is only written at the end of a forward, so it still holds the initial state).
+          if (!mixed_host_ || !mixed_host_->allocation_failed()) { throw; }
+          abandon(s);
+          replan_without_host(failure);
+          peak_ = 0;
+          stats_.recompute_steps = 0;
+          mixed_forward(state, s);
+        }
       } else if (stats_.policy == tape_policy::recompute) {
         recompute_forward(state, s);
       } else {
@@ -635,6 +646,24 @@ class chain {
       stats_ = std::move(replanned);
       schedule_ = revolve_schedule(steps_, stats_.tiers.snapshots);
     }
+  }
+
+  /// After pinned memory failed in a mixed schedule: a plan with no host memory, or the failure
+  /// itself when none fits the device budget.
+  void replan_without_host(out_of_memory const& failure)
+  {
+    chain_options fallback = options_;
+    fallback.host_tier_on_cpu = false;
+    fallback.host_budget_bytes = 1;  // no layer or checkpoint fits: device and recomputation only
+    chain_stats replanned;
+    try {
+      replanned = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), fallback, steps_);
+    } catch (budget_error const&) {
+      throw failure;
+    }
+    replanned.fallback = std::string{"pinned memory unavailable ("} + failure.what() + "); planned without it";
+    stats_ = std::move(replanned);
+    mixed_host_.reset();
   }
 
   /// Releases everything a failed forward or reverse held; the chain can run again.

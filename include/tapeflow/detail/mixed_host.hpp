@@ -66,6 +66,8 @@ class mixed_host {
   [[nodiscard]] std::size_t host_bytes() const noexcept { return held_bytes_; }
   [[nodiscard]] std::size_t peak_host_bytes() const noexcept { return peak_bytes_; }
   [[nodiscard]] std::size_t prefetches() const noexcept { return prefetches_; }
+  /// Whether pinned memory could not be had (the chain then plans without host memory).
+  [[nodiscard]] bool allocation_failed() const noexcept { return allocation_failed_; }
 
  private:
   struct kept {
@@ -93,6 +95,7 @@ class mixed_host {
   std::size_t peak_bytes_{0};
   std::size_t prefetches_{0};
   int next_slot_{0};
+  bool allocation_failed_{false};
   // Declared last, destroyed first: work queued on them uses the buffers and events above.
   stream d2h_;
   stream h2d_;

@@ -436,7 +436,12 @@ class chain {
 
   void mixed_reverse(device_buffer& adjoint, stream_view s)
   {
+    // The steps ping-pong between the caller's buffer and the chain's scratch through pointers;
+    // the caller's buffer is never swapped into the chain (a result left in the scratch is copied
+    // back).
     device_buffer scratch(options_.kind, adjoint.size(), s);
+    device_buffer* in = &adjoint;
+    device_buffer* out = &scratch;
     std::vector<schedule_action> const& actions = stats_.tiers.mixed.actions;
     for (; next_action_ < actions.size(); ++next_action_) {
       schedule_action const& a = actions[next_action_];
@@ -445,21 +450,22 @@ class chain {
         continue;
       }
       TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
-      poison(scratch, s);
+      poison(*out, s);
       if (a.where == level::host) {
         auto const* slot = static_cast<record_type const*>(mixed_host_->begin_read(a.step, s));
         prefetch_next_host_layer(next_action_ + 1);
         step_.reverse(a.step, tape_reader<record_type>{slot, plan_of(a.step).layout()}, plan_of(a.step),
-                      adjoint.data_as<value_type>(), scratch.data_as<value_type>(), s);
+                      in->data_as<value_type>(), out->data_as<value_type>(), s);
         mixed_host_->end_read(a.step, s);
       } else {
-        step_.reverse(a.step, tape_.top().template reader<record_type>(), plan_of(a.step), adjoint.data_as<value_type>(),
-                      scratch.data_as<value_type>(), s);
+        step_.reverse(a.step, tape_.top().template reader<record_type>(), plan_of(a.step), in->data_as<value_type>(),
+                      out->data_as<value_type>(), s);
         tape_.pop();
       }
-      std::swap(adjoint, scratch);
+      std::swap(in, out);
       report(chain_phase::reverse, steps_ - a.step);
     }
+    if (in != &adjoint) { adjoint.copy_from(*in, s); }
     if (mixed_host_) {
       mixed_host_->end(s);
       stats_.prefetches = mixed_host_->prefetches();

@@ -71,9 +71,12 @@ summary summarise(std::vector<layer_info> const& layers)
 
 void finish(tier_plan& plan, std::vector<layer_info> const& layers)
 {
+  double store_ms = 0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     plan.bytes_per_tier[static_cast<std::size_t>(plan.tiers[i])] += layers[i].tape_bytes;
+    store_ms += (layers[i].aug_forward_ms > 0 ? layers[i].aug_forward_ms : layers[i].forward_ms) + layers[i].reverse_ms;
   }
+  if (plan.policy != tape_policy::mixed) { plan.predicted_ms = store_ms + plan.overhead_ms; }
 }
 
 /// Keeps the last layers on the device and sends the earlier ones to the host tier through a
@@ -185,6 +188,89 @@ std::optional<tier_plan> greedy_plan(tier_request const& r, summary const& s)
   return plan;
 }
 
+double aug_ms(layer_info const& l) { return l.aug_forward_ms > 0 ? l.aug_forward_ms : l.forward_ms; }
+
+/// The mixed schedule: the optimiser of tapeflow/schedule.hpp over the chain, under the cost
+/// model of docs/tiers.md. The device budget holds the working layer (the one taped just before
+/// its reverse) and, when layers go to the host, two slots they pass through; the optimiser
+/// gets the rest. Tried without and with the host, the cheaper kept. Empty when nothing fits.
+std::optional<tier_plan> mixed_plan(tier_request const& r, summary const& s, bool host_allowed)
+{
+  std::size_t const n = r.layers.size();
+  schedule_model m;
+  m.state_bytes = r.state_bytes;
+  double store_ms = 0;
+  for (layer_info const& l : r.layers) {
+    m.steps.push_back({l.forward_ms, aug_ms(l), l.reverse_ms, l.tape_bytes});
+    store_ms += aug_ms(l) + l.reverse_ms;
+  }
+  // A layer kept on the host costs its copies where they outlast the compute they overlap: the
+  // D2H copy runs behind the next step's forward, the H2D prefetch behind the next step's reverse.
+  for (std::size_t i = 0; i < n; ++i) {
+    layer_info const& next = r.layers[std::min(i + 1, n - 1)];
+    double const out = copy_ms(r.layers[i].tape_bytes, r.bw.d2h_GBps);
+    double const in = copy_ms(r.layers[i].tape_bytes, r.bw.h2d_GBps);
+    m.host_layer_ms.push_back(std::max(0.0, out - std::min(next.forward_ms, aug_ms(next))) +
+                              std::max(0.0, in - next.reverse_ms));
+  }
+  // Checkpoints are copies on the compute stream: device to device, or to and from pinned memory.
+  m.write_ms[0] = m.read_ms[0] = copy_ms(r.state_bytes, r.bw.d2d_GBps);
+  m.write_ms[1] = copy_ms(r.state_bytes, r.bw.d2h_GBps);
+  m.read_ms[1] = copy_ms(r.state_bytes, r.bw.h2d_GBps);
+  std::size_t const everything = s.total + n * r.state_bytes;
+  std::size_t const budget = r.budgets.device_bytes == 0 ? everything + 3 * s.largest : r.budgets.device_bytes;
+  std::size_t const host = r.budgets.host_bytes == 0 ? everything : r.budgets.host_bytes;
+
+  std::optional<tier_plan> best;
+  for (bool const use_host : {false, true}) {
+    if (use_host && !host_allowed) { continue; }
+    std::size_t const reserved = (use_host ? 3 : 1) * s.largest;
+    if (budget < reserved) { continue; }
+    m.device_bytes = budget - reserved;
+    m.host_bytes = use_host ? host : 0;
+    m.host_layers = use_host;
+    m.checkpoints[1] = use_host;
+    schedule sched;
+    try {
+      sched = optimal_schedule(m);
+    } catch (budget_error const&) {
+      continue;
+    }
+    if (best && best->predicted_ms <= sched.predicted_ms) { continue; }
+    tier_plan plan;
+    plan.policy = tape_policy::mixed;
+    plan.predicted_ms = sched.predicted_ms;
+    plan.overhead_ms = sched.predicted_ms - store_ms;
+    plan.tiers.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      plan.tiers[i] = sched.fate[i] == layer_fate::device ? tier::device
+                      : sched.fate[i] == layer_fate::host ? tier::host
+                                                          : tier::recompute;
+      plan.recompute_steps += sched.recomputed[i];
+    }
+    plan.snapshots = sched.checkpoints[0] + sched.checkpoints[1];
+    plan.ring_slots = use_host && sched.peak_host_bytes > 0 ? 2 : 0;
+    plan.prefetch_distance = plan.ring_slots > 0 ? 1 : 0;
+    plan.device_bytes = sched.peak_device_bytes + s.largest + plan.ring_slots * s.largest;
+    plan.host_bytes = sched.peak_host_bytes;
+    plan.mixed = std::move(sched);
+    finish(plan, r.layers);
+    best = std::move(plan);
+  }
+  return best;
+}
+
+/// Whether the mixed schedule's optimiser plans this chain (max_schedule_steps).
+bool optimisable(tier_request const& r, summary const& s)
+{
+  bool equal = s.uniform;
+  for (layer_info const& l : r.layers) {
+    equal = equal && l.forward_ms == r.layers[0].forward_ms && l.reverse_ms == r.layers[0].reverse_ms &&
+            l.aug_forward_ms == r.layers[0].aug_forward_ms;
+  }
+  return r.layers.size() <= max_schedule_steps(equal);
+}
+
 [[noreturn]] void no_fit(tier_request const& r, summary const& s, std::string const& why)
 {
   TAPEFLOW_FAIL_BYTES(budget_error,
@@ -259,14 +345,40 @@ tier_plan plan_tiers(tier_request const& r)
       if (auto plan = host_plan(r, s, true)) { return *plan; }
       no_fit(r, s, "the host tier needs a device ring of at least one layer and host memory for every layer");
     case tape_policy::recompute:
+      if (r.state_bytes > 0 && !s.uniform) {
+        // A chain of unequal layers: the optimiser's schedule on the device alone (Revolve's
+        // closed form is for equal steps); beyond the optimiser's length, Revolve over the
+        // largest layer.
+        std::optional<tier_plan> plan = optimisable(r, s) ? mixed_plan(r, s, false) : revolve_plan(r, s);
+        if (plan) {
+          plan->policy = tape_policy::recompute;
+          return *plan;
+        }
+        no_fit(r, s, "recomputation needs the largest layer and one snapshot of the state on the device");
+      }
       if (auto plan = recompute()) { return *plan; }
       no_fit(r, s, chain ? "recomputation needs one layer and one snapshot of the state on the device"
                          : "recomputation needs the largest layer on the device");
+    case tape_policy::mixed:
+      TAPEFLOW_FAIL(logic_error, "policy 'mixed' is what 'auto' resolves to; ask for 'auto'");
     case tape_policy::automatic: break;
   }
   if (store_fits) { return store; }
-  std::optional<tier_plan> mixed = host_plan(r, s, false);
-  std::optional<tier_plan> rebuilt = recompute();
+  if (r.state_bytes > 0 && optimisable(r, s)) {
+    if (auto plan = mixed_plan(r, s, r.host_helps)) { return *plan; }
+    // Below a working layer beside the mixed schedule's host slots, every layer can still pass
+    // through the host tier's ring.
+    if (r.host_helps) {
+      if (auto plan = host_plan(r, s, false)) { return *plan; }
+    }
+    no_fit(r, s, r.host_helps ? "no schedule of device, host and recomputed layers fits the budgets"
+                              : "no schedule of device and recomputed layers fits the device budget (on the CPU "
+                                "backend auto leaves host memory out: a copy there saves nothing; ask for offload)");
+  }
+  // Tapes that are not chains, and chains longer than the optimiser plans: the cheaper of the
+  // host split and recomputation (Revolve over the largest layer for chains).
+  std::optional<tier_plan> mixed = r.host_helps ? host_plan(r, s, false) : std::nullopt;
+  std::optional<tier_plan> rebuilt = r.state_bytes > 0 ? revolve_plan(r, s) : recompute();
   if (mixed && (!rebuilt || mixed->overhead_ms <= rebuilt->overhead_ms)) {
     mixed->policy = tape_policy::offload;
     return *mixed;
@@ -285,14 +397,22 @@ std::string tier_plan::describe() const
     text += "; host tier " + mib(host_bytes) + " pinned, ring of " + std::to_string(ring_slots) +
             " slots, prefetch distance " + std::to_string(prefetch_distance);
   }
-  if (policy == tape_policy::recompute && snapshots > 0) {
+  if (!mixed.actions.empty()) {
+    text += "; " + std::to_string(mixed.checkpoints[0]) + " device and " + std::to_string(mixed.checkpoints[1]) +
+            " host checkpoints stored, " + std::to_string(recompute_steps) + " untaped steps";
+  } else if (policy == tape_policy::recompute && snapshots > 0) {
     text += "; Revolve with " + std::to_string(snapshots) + " snapshots, " + std::to_string(recompute_steps) +
             " untaped steps";
   } else if (policy == tape_policy::recompute) {
     text += "; " + std::to_string(recompute_steps) + " layers rebuilt";
   }
-  char overhead[48];
-  std::snprintf(overhead, sizeof overhead, "; estimated overhead %.3f ms", overhead_ms);
+  char overhead[96];
+  if (!mixed.actions.empty()) {
+    std::snprintf(overhead, sizeof overhead, "; predicted %.3f ms, estimated overhead %.3f ms", predicted_ms,
+                  overhead_ms);
+  } else {
+    std::snprintf(overhead, sizeof overhead, "; estimated overhead %.3f ms", overhead_ms);
+  }
   return text + overhead;
 }
 

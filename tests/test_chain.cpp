@@ -3,9 +3,11 @@
 #include "toy_step.hpp"
 
 #include <tapeflow/chain.hpp>
+#include <tapeflow/cpu/reverse.hpp>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -185,12 +187,160 @@ TEST(Chain, CapturedReverseReplaysOverAResidentTape)
   EXPECT_THROW(chain<toy_step>(toy_step{x0.size()}, 9, offload), logic_error);
 }
 
+/// Layers of different sizes: step t is nonlinear (x + x^2/2, its x on the tape) on its first
+/// width(t) values and linear (2x, nothing on the tape) on the rest, so step t writes
+/// records_per_step(t) = width(t) / 2 records.
+struct unequal_step {
+  using value_type = double;
+  using record_type = value_record<double, 2>;
+
+  std::size_t size;
+
+  [[nodiscard]] std::size_t width(std::size_t t) const noexcept { return std::min(size, 2 + 4 * (t % 4)); }
+  [[nodiscard]] std::size_t state_size() const noexcept { return size; }
+  [[nodiscard]] std::size_t records_per_step(std::size_t t) const noexcept { return (width(t) + 1) / 2; }
+
+  void forward(std::size_t t, double const* in, double* out, stream_view) const
+  {
+    for (std::size_t k = 0; k < size; ++k) { out[k] = k < width(t) ? in[k] + 0.5 * in[k] * in[k] : 2.0 * in[k]; }
+  }
+
+  void augmented_forward(std::size_t t, double const* in, double* out, tape_writer<record_type> tape,
+                         stream_view) const
+  {
+    EXPECT_EQ(tape.size(), records_per_step(t));
+    for (std::size_t r = 0; r < tape.size(); ++r) {
+      record_type rec{};
+      for (std::size_t c = 0; c < 2 && 2 * r + c < width(t); ++c) { rec.values[c] = in[2 * r + c]; }
+      tape.write(r, rec);
+    }
+    forward(t, in, out, {});
+  }
+
+  void reverse(std::size_t t, tape_reader<record_type> tape, pipeline_plan const& plan, double const* g_out,
+               double* g_in, stream_view) const
+  {
+    EXPECT_EQ(plan.records, records_per_step(t));
+    for (std::size_t k = width(t); k < size; ++k) { g_in[k] = 2.0 * g_out[k]; }
+    cpu::reverse_tiles(tape, plan, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
+      for (std::size_t i = 0; i < count; ++i) {
+        for (std::size_t c = 0; c < 2 && 2 * (first + i) + c < width(t); ++c) {
+          std::size_t const k = 2 * (first + i) + c;
+          g_in[k] = g_out[k] * (1.0 + staged[i].values[c]);
+        }
+      }
+    });
+  }
+};
+
+static_assert(is_step_v<unequal_step>, "records_per_step(step) meets the Step contract");
+
+TEST(Chain, LayersOfDifferentSizesUnderEveryPolicyGiveTheSameBits)
+{
+  std::vector<double> const x0{0.1, -0.2, 0.3, 0.05, -0.4, 0.2, 0.15, -0.1, 0.25, -0.3, 0.12, 0.02, -0.05, 0.3};
+  std::size_t const bytes = x0.size() * sizeof(double);
+  std::size_t const steps = 13;
+  auto gradient = [&](chain_options const& o, chain_stats* stats) {
+    chain<unequal_step> c(unequal_step{x0.size()}, steps, o);
+    device_buffer state(backend::cpu, bytes);
+    state.upload(x0.data(), bytes, {});
+    c.forward(state);
+    device_buffer adjoint(backend::cpu, bytes);
+    std::vector<double> const ones(x0.size(), 1.0);
+    adjoint.upload(ones.data(), bytes, {});
+    void const* const caller = adjoint.data();
+    c.reverse(adjoint);
+    // A schedule's reverse never swaps the caller's buffer for the chain's (13 steps: an odd count).
+    if (!c.stats().tiers.mixed.actions.empty()) { EXPECT_EQ(adjoint.data(), caller); }
+    std::vector<double> g(x0.size());
+    adjoint.download(g.data(), bytes, {});
+    if (stats != nullptr) { *stats = c.stats(); }
+    return g;
+  };
+  chain_options base;
+  base.poison = true;
+  base.bw = {50.0, 50.0, 20.0};
+  base.pipeline.tile_records = 2;
+  base.policy = tape_policy::store;
+  chain_stats stored;
+  std::vector<double> const expect = gradient(base, &stored);
+  // The chain rule, step by step.
+  unequal_step const u{x0.size()};
+  for (std::size_t k = 0; k < x0.size(); ++k) {
+    double x = x0[k];
+    double d = 1.0;
+    for (std::size_t t = 0; t < steps; ++t) {
+      bool const nonlinear = k < u.width(t);
+      d *= nonlinear ? 1.0 + x : 2.0;
+      x = nonlinear ? x + 0.5 * x * x : 2.0 * x;
+    }
+    EXPECT_NEAR(expect[k], d, 1e-12 * std::fabs(d)) << k;
+  }
+  std::size_t tape = 0;
+  for (std::size_t t = 0; t < steps; ++t) { tape += u.records_per_step(t) * sizeof(unequal_step::record_type); }
+  EXPECT_EQ(stored.tape_bytes, tape);
+  ASSERT_EQ(stored.step_plans.size(), steps);
+  EXPECT_EQ(stored.step_plans[2].records, u.records_per_step(2));
+  EXPECT_EQ(stored.layer_bytes, 7 * sizeof(unequal_step::record_type));  // the largest
+
+  for (tape_policy p : {tape_policy::automatic, tape_policy::offload, tape_policy::recompute}) {
+    chain_options o = base;
+    o.policy = p;
+    o.host_tier_on_cpu = true;
+    o.budget_bytes = tape / 3;
+    chain_stats stats;
+    std::vector<double> const g = gradient(o, &stats);
+    SCOPED_TRACE(std::string{to_string(p)} + ": " + stats.tiers.describe());
+    EXPECT_EQ(g, expect);
+    EXPECT_LE(stats.peak_tape_bytes, o.budget_bytes);
+    if (p != tape_policy::offload) { EXPECT_GT(stats.recompute_steps, 0u); }
+    EXPECT_EQ(stats.recompute_steps, stats.tiers.recompute_steps);
+  }
+}
+
+TEST(Chain, MeasuredStepCostsShapeThePlan)
+{
+  std::vector<double> const x0(64, 0.25);
+  std::size_t const layer = 32 * sizeof(toy_step::record_type);
+  chain_options o;
+  o.bw = {1.0, 1.0, 20.0};  // 512-byte layers copy in 0.5 us
+  o.budget_bytes = 5 * layer;
+  o.host_tier_on_cpu = true;
+  // Steps far slower than a layer's copy: the copies hide, layers go to the host.
+  o.step_costs = {step_cost{1.0, 1.0, 1.0, layer}};
+  chain<toy_step> slow_steps(toy_step{x0.size()}, 20, o);
+  EXPECT_GT(slow_steps.stats().tiers.count(tier::host), 0u) << slow_steps.stats().tiers.describe();
+  EXPECT_EQ(slow_steps.stats().tiers.count(tier::recompute), 0u) << slow_steps.stats().tiers.describe();
+  // Steps far faster than a copy: recomputing is cheaper than waiting for the host.
+  o.step_costs = {step_cost{1e-6, 1e-6, 1e-6, layer}};
+  chain<toy_step> fast_steps(toy_step{x0.size()}, 20, o);
+  EXPECT_EQ(fast_steps.stats().tiers.count(tier::host), 0u) << fast_steps.stats().tiers.describe();
+  EXPECT_GT(fast_steps.stats().tiers.count(tier::recompute), 0u) << fast_steps.stats().tiers.describe();
+  o.step_costs.assign(3, step_cost{});  // neither one nor one per step
+  EXPECT_THROW(chain<toy_step>(toy_step{x0.size()}, 20, o), logic_error);
+
+  // measure_steps times the step (a warm-up and three runs of each part) and plans with that.
+  o.step_costs.clear();
+  o.measure_steps = true;
+  o.poison = true;
+  chain<toy_step> measured(toy_step{x0.size()}, 20, o);
+  EXPECT_EQ(*measured.step().reverse_calls, 4u);
+  EXPECT_GT(measured.stats().tiers.predicted_ms, 0.0);
+  chain_options store;
+  store.policy = tape_policy::store;
+  chain<toy_step> reference(toy_step{x0.size()}, 20, store);
+  EXPECT_EQ(run(measured, x0), run(reference, x0));
+  EXPECT_LE(measured.stats().peak_tape_bytes, o.budget_bytes);
+}
+
 TEST(Policy, NamesRoundTrip)
 {
   for (tape_policy p : {tape_policy::automatic, tape_policy::store, tape_policy::offload, tape_policy::recompute}) {
     EXPECT_EQ(parse_policy(to_string(p)), p);
   }
   EXPECT_THROW(static_cast<void>(parse_policy("keep")), logic_error);
+  EXPECT_EQ(to_string(tape_policy::mixed), "mixed");
+  EXPECT_THROW(static_cast<void>(parse_policy("mixed")), logic_error);  // a result of auto, not a choice
 }
 
 }  // namespace

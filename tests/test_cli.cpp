@@ -103,6 +103,56 @@ TEST_F(Cli, PlanPrintsTheTiersWithoutRunning)
   EXPECT_EQ(run("plan allen-cahn --n 1024 --backend cpu"), 2);
 }
 
+std::size_t count(std::string const& text, std::string const& what)
+{
+  std::size_t found = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) { ++found; }
+  return found;
+}
+
+TEST_F(Cli, PlanJsonPrintsTheScheduleAndRunJsonTheMeasuredTimeBesideThePrediction)
+{
+  // 16 KiB layers and states: 40K holds the working layer and one checkpoint of the state.
+  std::string const problem = "allen-cahn --n 64 --steps 20 --backend cpu --budget 40K --host-budget 1M";
+  ASSERT_EQ(run("plan " + problem + " --json -"), 0) << output_;
+  EXPECT_EQ(output_.front(), '{') << "with --json -, standard output is the JSON alone: " << output_;
+  EXPECT_NE(output_.find("\"policy\": \"mixed\""), std::string::npos) << output_;
+  EXPECT_NE(output_.find("\"schedule\": {"), std::string::npos) << output_;
+  EXPECT_EQ(count(output_, "\"step\": "), 20u) << output_;
+  EXPECT_GT(count(output_, "\"tape\": \"recompute\""), 0u) << output_;
+  EXPECT_EQ(count(output_, "\"tape\": \"host\""), 0u) << "auto never offloads on the CPU backend: " << output_;
+  EXPECT_NE(output_.find("\"device_stores\": 1"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("\"actions\": [\"store 0 on device\""), std::string::npos) << output_;
+  EXPECT_NE(output_.find("\"predicted_ms\": "), std::string::npos) << output_;
+
+  ASSERT_EQ(run("plan " + problem + " --json " + path("plan.json")), 0) << output_;
+  EXPECT_NE(output_.find("plan:"), std::string::npos) << output_;
+  std::ifstream plan_file(path("plan.json"));
+  std::string const plan((std::istreambuf_iterator<char>(plan_file)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(count(plan, "\"step\": "), 20u) << plan;
+
+  write("u0.bin", testing::random_state<float>(64 * 64, testing::fresh_seed()));
+  ASSERT_EQ(run("run " + problem + " --input " + path("u0.bin") + " --grad-out " + path("g.bin") + " --json " +
+                path("stats.json")),
+            0)
+    << output_;
+  std::ifstream stats_file(path("stats.json"));
+  std::string const stats((std::istreambuf_iterator<char>(stats_file)), std::istreambuf_iterator<char>());
+  for (char const* key : {"\"predicted_ms\": ", "\"measured_ms\": ", "\"schedule\": {", "\"policy\": \"mixed\""}) {
+    EXPECT_NE(stats.find(key), std::string::npos) << key << " in " << stats;
+  }
+  EXPECT_EQ(count(stats, "\"step\": "), 20u) << stats;
+
+  // Where the tape fits, the schedule is every layer on the device.
+  ASSERT_EQ(run("plan allen-cahn --n 64 --steps 5 --backend cpu --json -"), 0) << output_;
+  EXPECT_EQ(count(output_, "\"tape\": \"device\""), 5u) << output_;
+  EXPECT_EQ(count(output_, "\"recomputed\": 0"), 5u) << output_;
+  // A Revolve schedule shows its device checkpoints.
+  ASSERT_EQ(run("plan allen-cahn --n 64 --steps 20 --backend cpu --budget 64K --policy recompute --json -"), 0)
+    << output_;
+  EXPECT_NE(output_.find("\"device_stores\": 1"), std::string::npos) << output_;
+}
+
 TEST_F(Cli, BadUsageAndInputExitWithStatus2)
 {
   write("u0.bin", std::vector<float>(16, 0.25f));
@@ -127,6 +177,9 @@ TEST_F(Cli, BadUsageAndInputExitWithStatus2)
     {ok + " --backend tpu", "--backend"},
     {ok + " --backend hip", "not available"},
     {ok + " --policy keep", "--policy"},
+    {ok + " --policy mixed", "--policy"},
+    {"plan allen-cahn --n 4 --steps 3 --json", "needs a value"},
+    {"plan gmm --json -", "does not apply"},
     {ok + " --tape derivatives", "--tape must be values or partials"},
     {ok + " --budget 10 --backend cpu", "smaller than the least a layer's reverse runs in"},
     {ok + " --budget 100 --policy store --tile-records 1 --stages 2 --backend cpu", "does not fit the device budget"},

@@ -68,6 +68,32 @@ TEST_F(GpuAllenCahn, PartialsOnTheTapeGiveTheReferenceGradientUnderEveryPolicy)
   }
 }
 
+TEST_F(GpuAllenCahn, MixedScheduleOfDeviceHostAndRecomputedLayersGivesTheStoreBits)
+{
+  // The tape is 10x the device budget and the host holds a quarter of it: auto's schedule keeps
+  // layers on the device and on the host (through the copy streams) and recomputes the rest.
+  ac::problem const p{32, 60};
+  std::vector<float> const u0 = testing::random_state<float>(p.n * p.n, testing::fresh_seed());
+  ac::options o = on(testing::gpu);
+  o.bw = {50.0, 50.0, 20.0};  // fixed, so the plan does not depend on the machine
+  o.policy = tape_policy::store;
+  ac::gradient_result<float> const store = ac::gradient(p, u0, o);
+  o.policy = tape_policy::automatic;
+  o.budget_bytes = store.chain.tape_bytes / 10;
+  o.host_budget_bytes = store.chain.tape_bytes / 4;
+  ac::gradient_result<float> const r = ac::gradient(p, u0, o);
+  SCOPED_TRACE(r.chain.tiers.describe());
+  EXPECT_EQ(r.chain.policy, tape_policy::mixed);
+  EXPECT_GT(r.chain.tiers.count(tier::device), 0u);
+  EXPECT_GT(r.chain.tiers.count(tier::host), 0u);
+  EXPECT_GT(r.chain.tiers.count(tier::recompute), 0u);
+  EXPECT_EQ(std::memcmp(r.gradient.data(), store.gradient.data(), u0.size() * sizeof(float)), 0);
+  EXPECT_LE(r.chain.peak_tape_bytes, o.budget_bytes);
+  EXPECT_LE(r.chain.host_tape_bytes, o.host_budget_bytes);
+  EXPECT_EQ(r.chain.prefetches, r.chain.tiers.count(tier::host));
+  EXPECT_EQ(device_memory_usage(testing::gpu).current_bytes, 0u);
+}
+
 TEST_F(GpuAllenCahn, BulkCopyPipelineGivesTheCpuGradient)
 {
   device_limits const limits = query_device_limits(testing::gpu);

@@ -97,27 +97,72 @@ TEST(TierPlanner, RecomputeRunsRevolveWithTheSnapshotsTheBudgetHolds)
   EXPECT_THROW(static_cast<void>(plan_tiers(r)), budget_error);
 }
 
-TEST(TierPlanner, AutomaticStoresWhatFitsAndPicksTheCheaperTierForTheRest)
+TEST(TierPlanner, AutomaticStoresWhatFitsAndRunsTheOptimiserForTheRest)
 {
   tier_request r = chain_request(tape_policy::automatic, 10, 0);
   EXPECT_EQ(plan_tiers(r).policy, tape_policy::store);
   r.budgets.device_bytes = 20 * MiB;  // half the tape
   tier_plan const mixed = plan_tiers(r);
   expect_placed(mixed, r);
-  EXPECT_EQ(mixed.policy, tape_policy::offload);
+  EXPECT_EQ(mixed.policy, tape_policy::mixed);
   EXPECT_GT(mixed.count(tier::device), 0u);
-  EXPECT_GT(mixed.count(tier::host), 0u);
-  // Kept layers are the last ones: they are reversed first, while the others are prefetched.
-  for (std::size_t i = 0; i + 1 < mixed.tiers.size(); ++i) {
-    EXPECT_FALSE(mixed.tiers[i] == tier::device && mixed.tiers[i + 1] == tier::host);
+  EXPECT_GT(mixed.count(tier::host), 0u);  // copies hide behind 1 ms steps: no recomputation
+  EXPECT_EQ(mixed.count(tier::recompute), 0u);
+  EXPECT_EQ(mixed.recompute_steps, 0u);
+  EXPECT_EQ(mixed.predicted_ms, mixed.mixed.predicted_ms);
+  // Never worse than the host split or Revolve the planner would have forced.
+  for (tape_policy forced : {tape_policy::offload, tape_policy::recompute}) {
+    tier_request f = r;
+    f.policy = forced;
+    EXPECT_LE(mixed.predicted_ms, plan_tiers(f).predicted_ms + 1e-9) << to_string(forced);
   }
-  // With a crawling copy engine, recomputation is cheaper.
+  // With a crawling copy engine, recomputation is cheaper: no layer goes to the host.
   r.bw.h2d_GBps = r.bw.d2h_GBps = 0.01;
-  EXPECT_EQ(plan_tiers(r).policy, tape_policy::recompute);
-  // Without host memory for the offloaded layers, recomputation is the only way.
+  tier_plan const slow = plan_tiers(r);
+  EXPECT_EQ(slow.count(tier::host), 0u);
+  EXPECT_GT(slow.count(tier::recompute), 0u);
+  // Without host memory for the layers, recomputation is the only way.
   r.bw = {20.0, 20.0, 1000.0};
   r.budgets.host_bytes = MiB;
+  EXPECT_EQ(plan_tiers(r).count(tier::host), 0u);
+  // Where a copy to the host saves nothing (the CPU backend), auto never uses it.
+  r.budgets.host_bytes = 0;
+  r.host_helps = false;
+  tier_plan const cpu = plan_tiers(r);
+  EXPECT_EQ(cpu.count(tier::host), 0u);
+  EXPECT_EQ(cpu.mixed.checkpoints[1], 0u);
+  EXPECT_GT(cpu.count(tier::recompute), 0u);
+  // A request for 'mixed' is a mistake: it is what auto resolves to.
+  r.policy = tape_policy::mixed;
+  EXPECT_THROW(static_cast<void>(plan_tiers(r)), logic_error);
+}
+
+TEST(TierPlanner, ChainsLongerThanTheOptimiserPlansFallBackToTheHostSplitOrRevolve)
+{
+  // 5000 equal steps: beyond the optimiser's tables; auto plans as before the mixed schedule.
+  tier_request r = chain_request(tape_policy::automatic, max_schedule_steps(true) + 1000, 40 * MiB);
+  tier_plan const p = plan_tiers(r);
+  expect_placed(p, r);
+  EXPECT_TRUE(p.mixed.actions.empty());
+  EXPECT_TRUE(p.policy == tape_policy::offload || p.policy == tape_policy::recompute) << p.describe();
+  r.host_helps = false;
   EXPECT_EQ(plan_tiers(r).policy, tape_policy::recompute);
+  // 500 unequal steps under recompute: Revolve over the largest layer.
+  tier_request u = chain_request(tape_policy::recompute, max_schedule_steps(false) + 100, 40 * MiB);
+  u.layers[7].tape_bytes = 2 * MiB;
+  tier_plan const q = plan_tiers(u);
+  EXPECT_TRUE(q.mixed.actions.empty());
+  EXPECT_EQ(q.policy, tape_policy::recompute);
+  EXPECT_EQ(q.recompute_steps, revolve_forward_steps(u.layers.size(), q.snapshots));
+  // The optimiser itself refuses them with a typed error.
+  schedule_model m;
+  m.steps.assign(max_schedule_steps(false) + 1, step_cost{1.0, 1.0, 1.0, 10});
+  m.steps[3].layer_bytes = 20;
+  m.state_bytes = 10;
+  m.device_bytes = 100;
+  EXPECT_THROW(static_cast<void>(optimal_schedule(m)), logic_error);
+  m.steps[3].layer_bytes = 10;  // equal steps: within the limit
+  EXPECT_NO_THROW(static_cast<void>(optimal_schedule(m)));
 }
 
 TEST(TierPlanner, BadRequestsAreTypedErrors)
@@ -197,6 +242,17 @@ TEST_P(AllenCahnTiers, SameGradientBitsAsStoreAllWithinTheBudget)
   ac::options o = base;
   o.policy = c.policy;
   o.budget_bytes = reference.chain.tape_bytes * static_cast<std::size_t>(c.percent) / 100;
+  if (c.policy == tape_policy::automatic && c.percent == 10) {
+    // A tenth of the tape holds neither a layer and a snapshot of the state nor anything but a
+    // host ring, and auto never offloads on the CPU backend: it says so.
+    try {
+      static_cast<void>(ac::gradient(ac::problem{n, steps}, u0, o));
+      ADD_FAILURE() << "auto should not fit a tenth of the tape on the CPU backend";
+    } catch (budget_error const& e) {
+      EXPECT_NE(std::string{e.what()}.find("ask for offload"), std::string::npos) << e.what();
+    }
+    o.host_tier_on_cpu = true;  // where host memory helps, auto offloads
+  }
   ac::gradient_result<float> const r = ac::gradient(ac::problem{n, steps}, u0, o);
   SCOPED_TRACE(r.chain.tiers.describe());
   EXPECT_EQ(std::memcmp(r.gradient.data(), reference.gradient.data(), u0.size() * sizeof(float)), 0);
@@ -206,11 +262,90 @@ TEST_P(AllenCahnTiers, SameGradientBitsAsStoreAllWithinTheBudget)
   EXPECT_EQ(r.chain.prefetches, r.chain.tiers.count(tier::host));
   if (r.chain.policy == tape_policy::recompute) {
     EXPECT_EQ(r.chain.recompute_steps, revolve_forward_steps(steps, r.chain.tiers.snapshots));
+  } else if (r.chain.policy == tape_policy::mixed) {
+    EXPECT_EQ(r.chain.recompute_steps, r.chain.tiers.recompute_steps);  // as planned
+    if (!o.host_tier_on_cpu) { EXPECT_EQ(r.chain.tiers.count(tier::host), 0u); }  // auto on the CPU
   } else {
     EXPECT_EQ(r.chain.recompute_steps, 0u);
   }
   if (c.policy != tape_policy::automatic) { EXPECT_EQ(r.chain.policy, c.policy); }
   EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
+}
+
+TEST(MixedTiers, ATapeTenTimesTheDeviceBudgetMixesDeviceHostAndRecomputeWithTheSameBits)
+{
+  // The case: the tape is 10x the device budget, the host holds a quarter of it. On the
+  // CPU backend auto leaves the host out, so host_tier_on_cpu lets it in to run that path here.
+  std::size_t const n = 32;  // 4 KiB state, 4 KiB layers
+  std::size_t const steps = 60;
+  std::vector<float> const u0 = testing::random_state<float>(n * n, testing::fresh_seed());
+  ac::options base;
+  base.kind = backend::cpu;
+  base.poison = true;
+  base.pipeline.tile_records = 16;
+  base.pipeline.stages = 2;
+  base.bw = {50.0, 50.0, 20.0};  // a layer's copy hides behind a step: host layers are cheap
+  base.policy = tape_policy::store;
+  ac::gradient_result<float> const reference = ac::gradient(ac::problem{n, steps}, u0, base);
+
+  ac::options o = base;
+  o.policy = tape_policy::automatic;
+  o.host_tier_on_cpu = true;
+  o.budget_bytes = reference.chain.tape_bytes / 10;
+  o.host_budget_bytes = reference.chain.tape_bytes / 4;
+  ac::gradient_result<float> const r = ac::gradient(ac::problem{n, steps}, u0, o);
+  SCOPED_TRACE(r.chain.tiers.describe());
+  EXPECT_EQ(r.chain.policy, tape_policy::mixed);
+  EXPECT_GT(r.chain.tiers.count(tier::device), 0u);
+  EXPECT_GT(r.chain.tiers.count(tier::host), 0u);
+  EXPECT_GT(r.chain.tiers.count(tier::recompute), 0u);
+  EXPECT_EQ(std::memcmp(r.gradient.data(), reference.gradient.data(), u0.size() * sizeof(float)), 0);
+  EXPECT_EQ(r.loss, reference.loss);
+  EXPECT_LE(r.chain.peak_tape_bytes, o.budget_bytes);
+  EXPECT_LE(r.chain.host_tape_bytes, o.host_budget_bytes);
+  EXPECT_EQ(r.chain.prefetches, r.chain.tiers.count(tier::host));
+  EXPECT_EQ(r.chain.recompute_steps, r.chain.tiers.recompute_steps);
+  EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
+  EXPECT_EQ(host_memory_usage(backend::cpu).current_bytes, 0u);
+
+  // A slow copy engine (every D2H and H2D copy 2 ms late) changes when copies land, not the bits:
+  // the events order every slot's writes, copies out, prefetches and reads.
+  {
+    fault::scoped_cpu_copy_delay const slow(std::chrono::milliseconds(2));
+    ac::gradient_result<float> const delayed = ac::gradient(ac::problem{n, steps}, u0, o);
+    EXPECT_EQ(std::memcmp(delayed.gradient.data(), reference.gradient.data(), u0.size() * sizeof(float)), 0);
+    EXPECT_EQ(delayed.chain.prefetches, r.chain.prefetches);
+  }
+
+  // Pinned memory that cannot be had (the n-th pinned allocation fails, for every n): the chain
+  // plans again without host memory and gives the same bits, holding nothing afterwards.
+  std::size_t fallbacks = 0;
+  for (std::size_t k = 1;; ++k) {
+    std::size_t const before = fault::injected(fault::site::host_allocation);
+    ac::gradient_result<float> failed;
+    {
+      fault::scoped_failure const armed(fault::site::host_allocation, k);
+      failed = ac::gradient(ac::problem{n, steps}, u0, o);
+    }
+    EXPECT_EQ(std::memcmp(failed.gradient.data(), reference.gradient.data(), u0.size() * sizeof(float)), 0) << k;
+    EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
+    EXPECT_EQ(host_memory_usage(backend::cpu).current_bytes, 0u);
+    if (fault::injected(fault::site::host_allocation) == before) { break; }  // the k-th never came
+    ++fallbacks;
+    EXPECT_NE(failed.chain.fallback.find("pinned memory unavailable"), std::string::npos) << k;
+    EXPECT_EQ(failed.chain.tiers.count(tier::host), 0u) << k;
+    EXPECT_LE(failed.chain.peak_tape_bytes, o.budget_bytes) << k;
+    ASSERT_LT(k, 1000u);
+  }
+  EXPECT_GT(fallbacks, 0u);
+
+  // Without host_tier_on_cpu, auto keeps to device memory on the CPU backend.
+  o.host_tier_on_cpu = false;
+  ac::gradient_result<float> const cpu = ac::gradient(ac::problem{n, steps}, u0, o);
+  EXPECT_EQ(cpu.chain.tiers.count(tier::host), 0u);
+  EXPECT_EQ(cpu.chain.tiers.mixed.checkpoints[1], 0u);
+  EXPECT_EQ(cpu.chain.host_tape_bytes, 0u);
+  EXPECT_EQ(std::memcmp(cpu.gradient.data(), reference.gradient.data(), u0.size() * sizeof(float)), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -96,7 +96,7 @@ int plan(parsed_args const& args)
   std::string const dtype = dtype_of(args, w);
   ac::problem const p = problem_of(args);
   ac::options const o = options_of(args, w);
-  return plan_state_chain(w, dtype, describe(p, dtype), o, [&](ac::options const& oo) {
+  return plan_state_chain(args, w, dtype, describe(p, dtype), o, [&](ac::options const& oo) {
     return dtype == "f32" ? ac::plan<float>(p, oo) : ac::plan<double>(p, oo);
   });
 }

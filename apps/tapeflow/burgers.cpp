@@ -79,7 +79,7 @@ int plan(parsed_args const& args)
 {
   std::string const dtype = dtype_of(args, burgers_cli());
   bg::problem const p = problem_of(args, true);
-  return plan_state_chain(burgers_cli(), dtype, describe(p, dtype), options_of(args, burgers_cli()),
+  return plan_state_chain(args, burgers_cli(), dtype, describe(p, dtype), options_of(args, burgers_cli()),
                           [&](bg::options const& o) { return dtype == "f32" ? bg::plan<float>(p, o) : bg::plan<double>(p, o); });
 }
 

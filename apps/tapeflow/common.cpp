@@ -2,6 +2,8 @@
 #include "common.hpp"
 
 #include <tapeflow/policy.hpp>
+#include <tapeflow/revolve.hpp>
+#include <tapeflow/schedule.hpp>
 #include <tapeflow/tiers.hpp>
 
 #include <cmath>
@@ -82,6 +84,12 @@ std::vector<flag_spec> flags_for(workload const& w, command cmd)
       all.push_back({"grad-out", "G.bin", "where to write the gradient (format below)", true});
       [[fallthrough]];
     case command::plan:
+      if (cmd == command::plan && w.chain) {
+        all.push_back({"json", "PLAN.json", "write the plan as JSON: per step where its tape lives, its checkpoints "
+                                            "and recomputations, and the predicted time ('-': standard output)",
+                       false});
+      }
+      [[fallthrough]];
     case command::bench:
       all.push_back(dtype);
       all.push_back(backend_flag);
@@ -339,8 +347,81 @@ json_object chain_plan_json(chain_stats const& c)
     .add("prefetch_distance", c.tiers.prefetch_distance)
     .add("snapshots", c.tiers.snapshots)
     .add("planned_device_bytes", c.tiers.device_bytes)
-    .add("estimated_overhead_ms", c.tiers.overhead_ms);
+    .add("estimated_overhead_ms", c.tiers.overhead_ms)
+    .add("predicted_ms", c.tiers.predicted_ms);
   return plan;
+}
+
+json_object schedule_json(chain_stats const& c)
+{
+  std::size_t const n = c.tiers.tiers.size();
+  // Per step and level: checkpoints of the state before the step stored and restored.
+  std::vector<std::size_t> stores[2] = {std::vector<std::size_t>(n, 0), std::vector<std::size_t>(n, 0)};
+  std::vector<std::size_t> restores[2] = {std::vector<std::size_t>(n, 0), std::vector<std::size_t>(n, 0)};
+  std::vector<std::size_t> recomputed(n, 0);
+  std::vector<std::string> actions;
+  if (!c.tiers.mixed.actions.empty()) {
+    for (schedule_action const& a : c.tiers.mixed.actions) {
+      int const k = static_cast<int>(a.where);
+      if (a.kind == action_kind::store) { ++stores[k][a.step]; }
+      if (a.kind == action_kind::restore) { ++restores[k][a.step]; }
+      actions.push_back(tapeflow::to_string(a));
+    }
+    recomputed = c.tiers.mixed.recomputed;
+  } else if (c.policy == tape_policy::recompute && c.tiers.snapshots > 0) {
+    for (revolve_action const& a : revolve_schedule(n, c.tiers.snapshots)) {
+      if (a.op == revolve_op::store) { ++stores[0][a.from]; }
+      if (a.op == revolve_op::restore) { ++restores[0][a.from]; }
+      if (a.op == revolve_op::advance) {
+        for (std::size_t t = a.from; t < a.to; ++t) { ++recomputed[t]; }
+      }
+      actions.push_back(tapeflow::to_string(a));
+    }
+  } else if (c.policy == tape_policy::recompute) {
+    for (std::size_t t = 0; t < n; ++t) { recomputed[t] = c.tiers.tiers[t] == tier::recompute ? 1 : 0; }
+  }
+  std::vector<json_object> steps;
+  for (std::size_t t = 0; t < n; ++t) {
+    json_object s;
+    s.add("step", t).add("tape", std::string{tapeflow::to_string(c.tiers.tiers[t])}).add("recomputed", recomputed[t]);
+    json_object checkpoints;
+    checkpoints.add("device_stores", stores[0][t])
+      .add("device_restores", restores[0][t])
+      .add("host_stores", stores[1][t])
+      .add("host_restores", restores[1][t]);
+    s.add("checkpoints", checkpoints);
+    steps.push_back(s);
+  }
+  json_object out;
+  out.add("policy", std::string{tapeflow::to_string(c.policy)})
+    .add("predicted_ms", c.tiers.predicted_ms)
+    .add("recompute_steps", c.tiers.recompute_steps)
+    .add("steps", steps)
+    .add("actions", actions);
+  return out;
+}
+
+void write_plan_json(parsed_args const& args, workload const& w, std::string const& dtype, backend kind,
+                     chain_stats const& planned)
+{
+  if (!args.has("json")) { return; }
+  json_object plan;
+  plan.add("workload", w.name)
+    .add("dtype", dtype)
+    .add("backend", std::string{tapeflow::to_string(kind)})
+    .add("policy", std::string{tapeflow::to_string(planned.policy)})
+    .add("budget_bytes", planned.budget_bytes)
+    .add("layers", planned.steps)
+    .add("layer_bytes", planned.layer_bytes)
+    .add("tape_bytes", planned.tape_bytes)
+    .add("predicted_ms", planned.tiers.predicted_ms)
+    .add("plan", chain_plan_json(planned))
+    .add("schedule", schedule_json(planned));
+  if (args.text("json") == "-") {
+    std::printf("%s\n", plan.str().c_str());
+  } else {
+    write_text(args.text("json"), plan.str());
+  }
 }
 
 void add_chain_stats(json_object& stats, chain_stats const& c)
@@ -361,7 +442,10 @@ void add_chain_stats(json_object& stats, chain_stats const& c)
     .add("prefetches", c.prefetches)
     .add("recompute_steps", c.recompute_steps)
     .add("recompute_ms", c.recompute_ms)
-    .add("plan", chain_plan_json(c));
+    .add("predicted_ms", c.tiers.predicted_ms)
+    .add("measured_ms", c.forward_ms + c.reverse_ms)
+    .add("plan", chain_plan_json(c))
+    .add("schedule", schedule_json(c));
 }
 
 void print_chain_summary(chain_stats const& c, std::size_t peak_device_bytes, cpu::ring_stats const& staging,

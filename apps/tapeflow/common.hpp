@@ -160,6 +160,12 @@ void print_header(command cmd, workload const& w, std::string const& sizes, std:
 void print_chain_plan(chain_stats const& planned);
 /// The tier letters of every layer, ten to a line.
 void print_layer_tiers(chain_stats const& planned);
+/// The schedule a chain runs, per step: where its tape lives, the checkpoints of the state before
+/// it stored and restored on each level, how often it runs untaped; and the predicted time.
+json_object schedule_json(chain_stats const& c);
+/// `plan --json PLAN.json` (or '-': standard output): the plan, the schedule, the predicted time.
+void write_plan_json(parsed_args const& args, workload const& w, std::string const& dtype, backend kind,
+                     chain_stats const& planned);
 [[nodiscard]] json_object pipeline_json(pipeline_plan const& p);
 [[nodiscard]] json_object chain_plan_json(chain_stats const& c);
 /// What a chain run did, for --json.

@@ -51,4 +51,18 @@ json_object& json_object::add(std::string const& key, int value) { return raw(ke
 json_object& json_object::add(std::string const& key, bool value) { return raw(key, value ? "true" : "false"); }
 json_object& json_object::add(std::string const& key, json_object const& value) { return raw(key, value.str()); }
 
+json_object& json_object::add(std::string const& key, std::vector<json_object> const& values)
+{
+  std::string text = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) { text += (i == 0 ? "" : ", ") + values[i].str(); }
+  return raw(key, text + "]");
+}
+
+json_object& json_object::add(std::string const& key, std::vector<std::string> const& values)
+{
+  std::string text = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) { text += (i == 0 ? "" : ", ") + json_quote(values[i]); }
+  return raw(key, text + "]");
+}
+
 }  // namespace tapeflow::cli

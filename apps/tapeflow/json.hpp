@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace tapeflow::cli {
 
@@ -15,6 +16,8 @@ class json_object {
   json_object& add(std::string const& key, int value);
   json_object& add(std::string const& key, bool value);
   json_object& add(std::string const& key, json_object const& value);
+  json_object& add(std::string const& key, std::vector<json_object> const& values);
+  json_object& add(std::string const& key, std::vector<std::string> const& values);
   [[nodiscard]] std::string str() const { return "{" + body_ + "}"; }
 
  private:

@@ -79,7 +79,7 @@ int plan(parsed_args const& args)
 {
   std::string const dtype = dtype_of(args, lbm_cli());
   lb::problem const p = problem_of(args, true);
-  return plan_state_chain(lbm_cli(), dtype, describe(p, dtype), options_of(args, lbm_cli()),
+  return plan_state_chain(args, lbm_cli(), dtype, describe(p, dtype), options_of(args, lbm_cli()),
                           [&](lb::options const& o) { return dtype == "f32" ? lb::plan<float>(p, o) : lb::plan<double>(p, o); });
 }
 

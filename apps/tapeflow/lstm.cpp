@@ -163,10 +163,14 @@ int plan(parsed_args const& args)
   std::string const dtype = dtype_of(args, w);
   ls::problem const p = problem_of(args);
   ls::options const o = options_of(args, w);
-  print_header(command::plan, w, sizes_of(p), dtype, o.kind);
+  bool const quiet = args.has("json") && args.text("json") == "-";  // standard output is the JSON
+  if (!quiet) { print_header(command::plan, w, sizes_of(p), dtype, o.kind); }
   chain_stats const planned = dtype == "f32" ? ls::plan<float>(p, o) : ls::plan<double>(p, o);
-  print_chain_plan(planned);
-  print_layer_tiers(planned);
+  if (!quiet) {
+    print_chain_plan(planned);
+    print_layer_tiers(planned);
+  }
+  write_plan_json(args, w, dtype, o.kind, planned);
   return 0;
 }
 

@@ -65,12 +65,17 @@ int run_state_chain(parsed_args const& args, workload const& w, std::string cons
 
 /// `tapeflow plan`: the plan and every layer's tier.
 template <class Options, class Plan>
-int plan_state_chain(workload const& w, std::string const& dtype, state_problem const& p, Options const& o, Plan&& plan)
+int plan_state_chain(parsed_args const& args, workload const& w, std::string const& dtype, state_problem const& p,
+                     Options const& o, Plan&& plan)
 {
-  print_header(command::plan, w, p.sizes, dtype, o.kind);
+  bool const quiet = args.has("json") && args.text("json") == "-";  // standard output is the JSON
+  if (!quiet) { print_header(command::plan, w, p.sizes, dtype, o.kind); }
   chain_stats const planned = plan(o);
-  print_chain_plan(planned);
-  print_layer_tiers(planned);
+  if (!quiet) {
+    print_chain_plan(planned);
+    print_layer_tiers(planned);
+  }
+  write_plan_json(args, w, dtype, o.kind, planned);
   return 0;
 }
 

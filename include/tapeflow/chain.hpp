@@ -9,10 +9,14 @@
 //              just before its reverse.
 // Tape memory (layers, ring slots, snapshots, scratch, the parameter adjoint) is allocated by the
 // first forward and reverse and kept until the chain goes: later iterations allocate nothing.
+// Policy `auto` resolves to `mixed` when the tape does not fit the device: the chain then runs
+// the optimiser's schedule (tapeflow/schedule.hpp), which mixes all three per step and keeps
+// its checkpoints on the device or the host (detail/mixed_host.hpp).
 #pragma once
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/detail/host_tier.hpp>
+#include <tapeflow/detail/mixed_host.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/nvtx.hpp>
@@ -21,6 +25,7 @@
 #include <tapeflow/program.hpp>
 #include <tapeflow/record.hpp>
 #include <tapeflow/revolve.hpp>
+#include <tapeflow/schedule.hpp>
 #include <tapeflow/step.hpp>
 #include <tapeflow/stream.hpp>
 #include <tapeflow/tape.hpp>
@@ -51,6 +56,19 @@ struct chain_options {
   /// Copy bandwidths for the planner's cost model; zeros mean "measure them" (once per process,
   /// and only when the plan depends on them).
   bandwidths bw{};
+  /// On the CPU backend `auto` never puts layers or checkpoints in host memory (a copy there
+  /// saves nothing); this lets it, to run the host tier's part of a mixed schedule on the CPU
+  /// (tests do).
+  bool host_tier_on_cpu{false};
+  /// Measured step costs for the planner (schedule.hpp's step_cost; layer_bytes is ignored):
+  /// one entry for every step, or one per step. Empty: estimated from the step's traffic at the
+  /// device-to-device bandwidth, or measured when `measure_steps` is set.
+  std::vector<step_cost> step_costs{};
+  /// Before planning a tape that does not fit, time the step's untaped forward, taped forward
+  /// and reverse (step 0 on a zero state: a warm-up, then the median of three) and plan with
+  /// those (scaled by layer size for layers of other sizes). The step runs a few extra times at
+  /// construction.
+  bool measure_steps{false};
   /// Tile, stage and block overrides; `record_bytes` and `records` are filled in by the chain.
   pipeline_request pipeline{};
   /// Keep every layer and the adjoint buffers resident across iterations and replay the reverse
@@ -70,10 +88,11 @@ struct chain_options {
 struct chain_stats {
   backend kind{backend::cpu};
   tape_policy policy{tape_policy::store};  ///< resolved
-  pipeline_plan plan{};                    ///< tiling of every layer
+  pipeline_plan plan{};                    ///< tiling of every layer (of the largest, when they differ)
+  std::vector<pipeline_plan> step_plans;   ///< per step when layers differ; empty: every layer is `plan`
   tier_plan tiers{};                       ///< per-layer tiers, ring, snapshots
   std::size_t steps{0};
-  std::size_t layer_bytes{0};              ///< tape bytes of one layer
+  std::size_t layer_bytes{0};              ///< tape bytes of one layer (the largest, when they differ)
   std::size_t tape_bytes{0};               ///< tape bytes of all layers
   std::size_t peak_tape_bytes{0};          ///< most tape bytes held on the device at once (measured)
   std::size_t host_tape_bytes{0};          ///< pinned host bytes of the host tier
@@ -100,6 +119,12 @@ struct chain_stats {
 /// budgets. What a chain will do, before it runs (no timings yet).
 chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, std::size_t steps,
                        std::size_t state_bytes, chain_options const& options);
+
+/// The same for layers of different sizes: `records_per_step[t]` records for step t, one chain
+/// step per entry. One entry means every layer has that many (the steps count is then taken from
+/// `steps`).
+chain_stats plan_chain(std::size_t record_bytes, std::vector<std::size_t> const& records_per_step,
+                       std::size_t state_bytes, chain_options const& options, std::size_t steps = 0);
 
 /// A chain of `steps` applications of one differentiated step.
 ///
@@ -132,11 +157,16 @@ class chain {
       options_.pipeline.bulk_copy = bulk_copy_runs_of(step_);  // a preference: cp.async where it cannot run
     }
     TAPEFLOW_EXPECTS(step_.state_size() > 0, "a chain's state must hold at least one value");
-    stats_ = plan_chain(sizeof(record_type), step_.records_per_step(), steps_, state_bytes(), options_);
+    stats_ = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), options_, steps_);
+    if (options_.measure_steps && options_.step_costs.empty() && options_.policy != tape_policy::store &&
+        (options_.budget_bytes != 0 && stats_.tape_bytes > options_.budget_bytes)) {
+      options_.step_costs = measure_step_costs();
+      stats_ = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), options_, steps_);
+    }
     TAPEFLOW_EXPECTS(!options_.capture_reverse || stats_.policy == tape_policy::store,
                      "capture_reverse needs every layer on the device (policy store); the plan chose '" +
                        std::string{to_string(stats_.policy)} + "'");
-    if (stats_.policy == tape_policy::recompute) {
+    if (stats_.policy == tape_policy::recompute && !runs_schedule()) {
       schedule_ = revolve_schedule(steps_, stats_.tiers.snapshots);
     }
   }
@@ -180,7 +210,20 @@ class chain {
     stats_.stall_ms = 0;
     stats_.prefetches = 0;
     try {
-      if (stats_.policy == tape_policy::recompute) {
+      if (runs_schedule()) {
+        try {
+          mixed_forward(state, s);
+        } catch (out_of_memory const& failure) {
+          // Pinned memory could not be had: plan without host memory and run again (`state`
+          // is only written at the end of a forward, so it still holds the initial state).
+          if (!mixed_host_ || !mixed_host_->allocation_failed()) { throw; }
+          abandon(s);
+          replan_without_host(failure);
+          peak_ = 0;
+          stats_.recompute_steps = 0;
+          mixed_forward(state, s);
+        }
+      } else if (stats_.policy == tape_policy::recompute) {
         recompute_forward(state, s);
       } else {
         tiered_forward(state, s);
@@ -209,6 +252,8 @@ class chain {
         zero_parameter_adjoint(s);
         if (options_.capture_reverse) {
           captured_reverse(adjoint, s);
+        } else if (runs_schedule()) {
+          mixed_reverse(adjoint, s);
         } else if (stats_.policy == tape_policy::recompute) {
           recompute_reverse(adjoint, s);
         } else {
@@ -251,16 +296,16 @@ class chain {
       if (options_.capture_reverse) {
         if (options_.poison) { arena_[t].fill(0xFF, s); }
         step_.augmented_forward(t, in->data_as<value_type>(), out->data_as<value_type>(),
-                                tape_writer<record_type>{arena_[t].data_as<record_type>(), stats_.plan.layout()}, s);
+                                tape_writer<record_type>{arena_[t].data_as<record_type>(), plan_of(t).layout()}, s);
       } else if (stats_.tiers.tiers[t] == tier::host) {
         auto* slot = static_cast<record_type*>(host_->begin_write(offloaded, s));
         track_peak();
         if (options_.poison) { host_->fill_slot(offloaded, 0xFF, s); }
         step_.augmented_forward(t, in->data_as<value_type>(), out->data_as<value_type>(),
-                                tape_writer<record_type>{slot, stats_.plan.layout()}, s);
+                                tape_writer<record_type>{slot, plan_of(t).layout()}, s);
         host_->end_write(offloaded++, s);
       } else {
-        layer& l = tape_.push<record_type>(stats_.plan.records, stats_.plan.tile_records, s);
+        layer& l = tape_.push<record_type>(plan_of(t).records, plan_of(t).tile_records, s);
         track_peak();
         if (options_.poison) { l.fill(0xFF, s); }
         step_.augmented_forward(t, in->data_as<value_type>(), out->data_as<value_type>(),
@@ -287,7 +332,7 @@ class chain {
       if (stats_.tiers.tiers[t] == tier::host) {
         --offloaded;
         auto const* slot = static_cast<record_type const*>(host_->begin_read(offloaded, s));
-        reverse_step(t, tape_reader<record_type>{slot, stats_.plan.layout()}, in->data_as<value_type>(),
+        reverse_step(t, tape_reader<record_type>{slot, plan_of(t).layout()}, in->data_as<value_type>(),
                      out->data_as<value_type>(), s);
         host_->end_read(offloaded, s);
       } else {
@@ -315,7 +360,7 @@ class chain {
           std::size_t const in = (steps_ - 1 - t) % 2;
           device_buffer& out = adjoints_[1 - in];
           if (options_.poison) { out.fill(0xFF, ps); }
-          reverse_step(t, tape_reader<record_type>{arena_[t].template data_as<record_type>(), stats_.plan.layout()},
+          reverse_step(t, tape_reader<record_type>{arena_[t].template data_as<record_type>(), plan_of(t).layout()},
                        adjoints_[in].template data_as<value_type>(), out.template data_as<value_type>(), ps);
         }
       });
@@ -392,7 +437,7 @@ class chain {
       }
       case revolve_op::taped: {
         TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
-        layer& l = tape_.push<record_type>(stats_.plan.records, stats_.plan.tile_records, s);
+        layer& l = tape_.push<record_type>(plan_of(a.from).records, plan_of(a.from).tile_records, s);
         track_peak();
         poison(*scratch_, s);
         if (options_.poison) { l.fill(0xFF, s); }
@@ -407,15 +452,241 @@ class chain {
     }
   }
 
+  // ---- the mixed schedule (tapeflow/schedule.hpp) -----------------------------------------
+  void mixed_forward(device_buffer& state, stream_view s)
+  {
+    std::size_t const bytes = state.size();
+    // Kept from the last gradient, like Revolve's; device checkpoints come from the pool.
+    if (!work_) { work_.emplace(options_.kind, bytes, s); }
+    if (!scratch_) { scratch_.emplace(options_.kind, bytes, s); }
+    release_checkpoints();
+    checkpoints_.resize(steps_);
+    if (!mixed_host_ && (stats_.tiers.count(tier::host) > 0 || stats_.tiers.mixed.checkpoints[1] > 0)) {
+      mixed_host_ = std::make_unique<detail::mixed_host>(options_.kind, stats_.layer_bytes, steps_);
+    }
+    track_peak();
+    work_->copy_from(state, s);
+    next_action_ = 0;
+    std::vector<schedule_action> const& actions = stats_.tiers.mixed.actions;
+    // Up to its first reverse: the taped run of the last step, whose output is the final state.
+    while (actions[next_action_].kind != action_kind::reverse) { run_mixed(actions[next_action_++], s); }
+    state.copy_from(*work_, s);
+  }
+
+  void mixed_reverse(device_buffer& adjoint, stream_view s)
+  {
+    // The steps ping-pong between the caller's buffer and the chain's scratch through pointers;
+    // the caller's buffer is never swapped into the chain (a result left in the scratch is copied
+    // back).
+    device_buffer scratch = pool_.take(adjoint.size(), s);
+    device_buffer* in = &adjoint;
+    device_buffer* out = &scratch;
+    std::vector<schedule_action> const& actions = stats_.tiers.mixed.actions;
+    for (; next_action_ < actions.size(); ++next_action_) {
+      schedule_action const& a = actions[next_action_];
+      if (a.kind != action_kind::reverse) {
+        run_mixed(a, s);
+        continue;
+      }
+      TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
+      poison(*out, s);
+      if (a.where == level::host) {
+        auto const* slot = static_cast<record_type const*>(mixed_host_->begin_read(a.step, s));
+        prefetch_next_host_layer(next_action_ + 1);
+        reverse_step(a.step, tape_reader<record_type>{slot, plan_of(a.step).layout()}, in->data_as<value_type>(),
+                     out->data_as<value_type>(), s);
+        mixed_host_->end_read(a.step, s);
+      } else {
+        reverse_step(a.step, tape_.top().template reader<record_type>(), in->data_as<value_type>(),
+                     out->data_as<value_type>(), s);
+        tape_.pop();
+      }
+      std::swap(in, out);
+      report(chain_phase::reverse, steps_ - a.step);
+    }
+    if (in != &adjoint) { adjoint.copy_from(*in, s); }
+    if (mixed_host_) {
+      mixed_host_->end(s);
+      stats_.prefetches = mixed_host_->prefetches();
+      stats_.host_tape_bytes = mixed_host_->peak_host_bytes();
+    }
+    pool_.give(std::move(scratch));
+    release_checkpoints();
+  }
+
+  /// Gives every device checkpoint back to the pool.
+  void release_checkpoints()
+  {
+    for (device_buffer& c : checkpoints_) {
+      if (c.size() > 0) { pool_.give(std::move(c)); }
+    }
+    checkpoints_.clear();
+    checkpoint_bytes_ = 0;
+  }
+
+  /// Queues the copy back of the next host layer to be reversed, unless a host layer is written
+  /// before its reverse (then its slot is still needed for that write).
+  void prefetch_next_host_layer(std::size_t from)
+  {
+    std::vector<schedule_action> const& actions = stats_.tiers.mixed.actions;
+    for (std::size_t i = from; i < actions.size(); ++i) {
+      schedule_action const& a = actions[i];
+      if (a.kind == action_kind::taped && a.kept && a.where == level::host) { return; }
+      if (a.kind == action_kind::reverse && a.where == level::host) {
+        mixed_host_->prefetch(a.step);
+        return;
+      }
+    }
+  }
+
+  void run_mixed(schedule_action const& a, stream_view s)
+  {
+    switch (a.kind) {
+      case action_kind::advance: {
+        TAPEFLOW_NVTX_RANGE("tapeflow::recompute");
+        event* begin = mark(s);
+        for (std::size_t t = a.step; t < a.to; ++t) {
+          poison(*scratch_, s);
+          step_.forward(t, work_->data_as<value_type>(), scratch_->data_as<value_type>(), s);
+          std::swap(*work_, *scratch_);
+        }
+        event* end = mark(s);
+        if (begin != nullptr) { recompute_events_.emplace_back(begin, end); }
+        stats_.recompute_steps += a.to - a.step;
+        break;
+      }
+      case action_kind::taped: {
+        TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
+        poison(*scratch_, s);
+        if (a.kept && a.where == level::host) {
+          std::size_t const bytes = plan_of(a.step).records * sizeof(record_type);
+          auto* slot = static_cast<record_type*>(mixed_host_->begin_write(a.step, bytes, s));
+          track_peak();
+          if (options_.poison) { mixed_host_->fill_slot(a.step, 0xFF, s); }
+          step_.augmented_forward(a.step, work_->data_as<value_type>(), scratch_->data_as<value_type>(),
+                                  tape_writer<record_type>{slot, plan_of(a.step).layout()}, s);
+          mixed_host_->end_write(a.step, s);
+        } else {
+          layer& l = tape_.push<record_type>(plan_of(a.step).records, plan_of(a.step).tile_records, s);
+          track_peak();
+          if (options_.poison) { l.fill(0xFF, s); }
+          step_.augmented_forward(a.step, work_->data_as<value_type>(), scratch_->data_as<value_type>(),
+                                  l.writer<record_type>(), s);
+          l.commit();
+        }
+        std::swap(*work_, *scratch_);
+        if (!pending_ && a.step + 1 == steps_) { report(chain_phase::forward, steps_); }
+        break;
+      }
+      case action_kind::store:
+        if (a.where == level::host) {
+          mixed_host_->store(a.step, *work_, s);
+        } else {
+          checkpoints_[a.step] = pool_.take(work_->size(), s);
+          checkpoint_bytes_ += work_->size();
+          track_peak();
+          checkpoints_[a.step].copy_from(*work_, s);
+        }
+        break;
+      case action_kind::restore:
+        if (a.where == level::host) {
+          mixed_host_->restore(a.step, *work_, s);
+        } else {
+          work_->copy_from(checkpoints_[a.step], s);
+        }
+        break;
+      case action_kind::release:
+        if (a.where == level::host) {
+          mixed_host_->release(a.step);
+        } else {
+          pool_.give(std::move(checkpoints_[a.step]));
+          checkpoints_[a.step] = device_buffer{};
+          checkpoint_bytes_ -= work_->size();
+        }
+        break;
+      case action_kind::reverse: break;  // handled by mixed_reverse
+    }
+  }
+
+  /// Times step 0's untaped forward, taped forward and reverse on a zero state (options.measure_steps).
+  std::vector<step_cost> measure_step_costs()
+  {
+    stream_view const s = compute_stream({});
+    std::size_t const bytes = state_bytes();
+    device_buffer in(options_.kind, bytes, s);
+    device_buffer out(options_.kind, bytes, s);
+    device_buffer adjoint(options_.kind, bytes, s);
+    device_buffer adjoint_in(options_.kind, bytes, s);
+    pipeline_plan const& plan = plan_of(0);
+    device_buffer records(options_.kind, plan.records * sizeof(record_type), s);
+    in.fill(0, s);
+    adjoint.fill(0, s);
+    auto median_ms = [&](auto&& run) {
+      run();  // warm-up
+      double ms[3];
+      for (double& m : ms) {
+        synchronize(options_.kind, s);
+        auto const start = std::chrono::steady_clock::now();
+        run();
+        synchronize(options_.kind, s);
+        m = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      }
+      std::sort(ms, ms + 3);
+      return ms[1];
+    };
+    step_cost c;
+    c.forward_ms = median_ms([&] { step_.forward(0, in.data_as<value_type>(), out.data_as<value_type>(), s); });
+    c.aug_forward_ms = median_ms([&] {
+      step_.augmented_forward(0, in.data_as<value_type>(), out.data_as<value_type>(),
+                              tape_writer<record_type>{records.data_as<record_type>(), plan.layout()}, s);
+    });
+    // A step with parameters adds to a parameter adjoint: a scratch one here, not the chain's.
+    device_buffer theta(options_.kind, std::max<std::size_t>(1, parameter_size_of(step_)) * sizeof(value_type), s);
+    theta.fill(0, s);
+    c.reverse_ms = median_ms([&] {
+      tape_reader<record_type> const reader{records.data_as<record_type>(), plan.layout()};
+      if constexpr (has_parameters_v<Step>) {
+        step_.reverse(0, reader, plan, adjoint.data_as<value_type>(), adjoint_in.data_as<value_type>(),
+                      theta.data_as<value_type>(), s);
+      } else {
+        step_.reverse(0, reader, plan, adjoint.data_as<value_type>(), adjoint_in.data_as<value_type>(), s);
+      }
+    });
+    c.layer_bytes = plan.records * sizeof(record_type);
+    return {c};
+  }
+
   // ---- bookkeeping -------------------------------------------------------------------------
+  /// The tiling of step t's layer: one plan for every layer, or one per step when they differ.
+  [[nodiscard]] pipeline_plan const& plan_of(std::size_t t) const noexcept
+  {
+    return stats_.step_plans.empty() ? stats_.plan : stats_.step_plans[t];
+  }
+
+  /// The chain runs the optimiser's schedule (auto's mixed plans; forced recompute over unequal
+  /// layers) rather than a tier split or a Revolve schedule.
+  [[nodiscard]] bool runs_schedule() const noexcept { return !stats_.tiers.mixed.actions.empty(); }
+
+  /// Records each step writes: one count, or one per step (Step::records_per_step(step)).
+  [[nodiscard]] std::vector<std::size_t> records_per_step() const
+  {
+    if constexpr (!detail::step_contract::has_records_per_step_of<Step>::value) {
+      return {step_.records_per_step()};
+    } else {
+      std::vector<std::size_t> records(steps_);
+      for (std::size_t t = 0; t < steps_; ++t) { records[t] = step_.records_per_step(t); }
+      return records;
+    }
+  }
+
   /// The Step's reverse of step `t`, handed the parameter adjoint when the Step has parameters.
   void reverse_step(std::size_t t, tape_reader<record_type> reader, value_type const* adjoint_out,
                     value_type* adjoint_in, stream_view s)
   {
     if constexpr (has_parameters_v<Step>) {
-      step_.reverse(t, reader, stats_.plan, adjoint_out, adjoint_in, parameter_adjoint_.data_as<value_type>(), s);
+      step_.reverse(t, reader, plan_of(t), adjoint_out, adjoint_in, parameter_adjoint_.data_as<value_type>(), s);
     } else {
-      step_.reverse(t, reader, stats_.plan, adjoint_out, adjoint_in, s);
+      step_.reverse(t, reader, plan_of(t), adjoint_out, adjoint_in, s);
     }
   }
 
@@ -455,7 +726,7 @@ class chain {
   /// recomputation if that fits the device budget; otherwise the allocation error propagates.
   void prepare_tiers()
   {
-    if (stats_.tiers.count(tier::host) == 0 || host_) { return; }
+    if (stats_.policy == tape_policy::mixed || stats_.tiers.count(tier::host) == 0 || host_) { return; }
     try {
       host_ = std::make_unique<detail::host_tier>(options_.kind, stats_.layer_bytes, stats_.tiers.count(tier::host),
                                                   stats_.tiers.ring_slots, stats_.tiers.prefetch_distance,
@@ -466,7 +737,7 @@ class chain {
       fallback.policy = tape_policy::recompute;
       chain_stats replanned;
       try {
-        replanned = plan_chain(sizeof(record_type), step_.records_per_step(), steps_, state_bytes(), fallback);
+        replanned = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), fallback, steps_);
       } catch (budget_error const&) {
         throw failure;
       }
@@ -474,6 +745,24 @@ class chain {
       stats_ = std::move(replanned);
       schedule_ = revolve_schedule(steps_, stats_.tiers.snapshots);
     }
+  }
+
+  /// After pinned memory failed in a mixed schedule: a plan with no host memory, or the failure
+  /// itself when none fits the device budget.
+  void replan_without_host(out_of_memory const& failure)
+  {
+    chain_options fallback = options_;
+    fallback.host_tier_on_cpu = false;
+    fallback.host_budget_bytes = 1;  // no layer or checkpoint fits: device and recomputation only
+    chain_stats replanned;
+    try {
+      replanned = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), fallback, steps_);
+    } catch (budget_error const&) {
+      throw failure;
+    }
+    replanned.fallback = std::string{"pinned memory unavailable ("} + failure.what() + "); planned without it";
+    stats_ = std::move(replanned);
+    mixed_host_.reset();
   }
 
   /// Releases everything a failed forward or reverse held; the chain can run again.
@@ -485,6 +774,9 @@ class chain {
     }
     while (!tape_.empty()) { tape_.pop(); }
     if (host_) { host_->abandon(); }
+    if (mixed_host_) { mixed_host_->abandon(); }
+    checkpoints_.clear();
+    checkpoint_bytes_ = 0;
     snapshots_.clear();
     work_.reset();
     scratch_.reset();
@@ -495,7 +787,8 @@ class chain {
 
   void track_peak() noexcept
   {
-    std::size_t now = tape_.bytes() + (host_ ? host_->ring_bytes() : 0) + snapshots_.size() * state_bytes();
+    std::size_t now = tape_.bytes() + (host_ ? host_->ring_bytes() : 0) + snapshots_.size() * state_bytes() +
+                      checkpoint_bytes_ + (mixed_host_ ? mixed_host_->ring_bytes() : 0);
     peak_ = std::max(peak_, now);
   }
 
@@ -578,6 +871,10 @@ class chain {
   std::optional<device_buffer> work_;
   std::optional<device_buffer> scratch_;
   std::vector<device_buffer> snapshots_;
+  // mixed schedule: device checkpoints by step, and the host side
+  std::vector<device_buffer> checkpoints_;
+  std::size_t checkpoint_bytes_{0};
+  std::unique_ptr<detail::mixed_host> mixed_host_;
   // capture_reverse: the resident tape and adjoints, and the program that reverses them
   std::vector<device_buffer> arena_;
   device_buffer adjoints_[2];

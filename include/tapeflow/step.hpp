@@ -7,7 +7,8 @@
 //   using value_type  = ...;   // element of the state
 //   using record_type = ...;   // tape record (tapeflow::is_record_v)
 //   std::size_t state_size() const;          // values in the state
-//   std::size_t records_per_step() const;    // records one step writes
+//   std::size_t records_per_step() const;    // records one step writes, or, for layers of
+//   std::size_t records_per_step(std::size_t step) const;  // different sizes, records step `step` writes
 //   void forward(std::size_t step, value_type const* in, value_type* out, stream_view s) const;
 //   void augmented_forward(std::size_t step, value_type const* in, value_type* out,
 //                          tape_writer<record_type> tape, stream_view s) const;
@@ -59,6 +60,13 @@ struct has_records_per_step : std::false_type {};
 template <class S>
 struct has_records_per_step<
   S, std::enable_if_t<std::is_convertible_v<decltype(std::declval<S const&>().records_per_step()), std::size_t>>>
+  : std::true_type {};
+
+template <class S, class = void>
+struct has_records_per_step_of : std::false_type {};
+template <class S>
+struct has_records_per_step_of<S, std::enable_if_t<std::is_convertible_v<
+                                    decltype(std::declval<S const&>().records_per_step(std::size_t{})), std::size_t>>>
   : std::true_type {};
 
 template <class S, class = void>
@@ -146,7 +154,7 @@ struct check {
   static constexpr bool record_type = has_record_type<S>::value;
   static constexpr bool record = !has_record_type<S>::value || record_is_valid<S>::value;
   static constexpr bool state_size = has_state_size<S>::value;
-  static constexpr bool records_per_step = has_records_per_step<S>::value;
+  static constexpr bool records_per_step = has_records_per_step<S>::value || has_records_per_step_of<S>::value;
   static constexpr bool forward = !types_ok<S> || has_forward<S>::value;
   static constexpr bool augmented_forward = !types_ok<S> || has_augmented_forward<S>::value;
   static constexpr bool reverse = !types_ok<S> || declares_parameters<S>::value || has_reverse<S>::value;
@@ -223,7 +231,8 @@ struct report_step_contract {
                 "and a multiple of 16 bytes (tapeflow::value_record<T, N> is one)");
   static_assert(c::state_size, "tapeflow: the Step needs `std::size_t state_size() const` (values in the state)");
   static_assert(c::records_per_step,
-                "tapeflow: the Step needs `std::size_t records_per_step() const` (records one step writes)");
+                "tapeflow: the Step needs `std::size_t records_per_step() const` (records one step writes) or "
+                "`std::size_t records_per_step(std::size_t step) const` (records step `step` writes)");
   static_assert(c::forward, "tapeflow: Step::forward must be callable as `void forward(std::size_t step, "
                             "value_type const* in, value_type* out, tapeflow::stream_view) const`");
   static_assert(c::augmented_forward,

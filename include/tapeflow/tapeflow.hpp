@@ -27,6 +27,7 @@
 #include <tapeflow/program.hpp>       // captured_program (CUDA Graphs)
 #include <tapeflow/record.hpp>        // records, value_record
 #include <tapeflow/revolve.hpp>       // Revolve schedules
+#include <tapeflow/schedule.hpp>      // the mixed schedule: device, host and recompute per step
 #include <tapeflow/step.hpp>          // the Step contract, is_step_v, has_parameters_v
 #include <tapeflow/stream.hpp>        // stream_view, stream, event
 #include <tapeflow/tape.hpp>          // tape, layer, tape_writer, tape_reader

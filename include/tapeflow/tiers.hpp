@@ -12,6 +12,7 @@
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/policy.hpp>
+#include <tapeflow/schedule.hpp>
 
 #include <cstddef>
 #include <string>
@@ -40,6 +41,7 @@ struct layer_info {
   std::size_t tape_bytes{0};
   double forward_ms{0};   ///< cost of re-running its (untaped) forward
   double reverse_ms{0};   ///< cost of its reverse: the time a prefetch can hide behind
+  double aug_forward_ms{0};  ///< cost of its taped forward; 0: the same as forward_ms
 };
 
 /// Byte budgets; 0 means no limit.
@@ -59,6 +61,9 @@ struct tier_request {
   std::size_t min_device_bytes{0};
   tier_budgets budgets{};
   bandwidths bw{};
+  /// Whether `automatic` may put layers and checkpoints in host memory. plan_chain turns it off
+  /// on the CPU backend, where a copy into host memory saves nothing.
+  bool host_helps{true};
 };
 
 struct tier_plan {
@@ -72,13 +77,20 @@ struct tier_plan {
   std::size_t host_bytes{0};               ///< pinned host bytes of the host tier
   std::size_t bytes_per_tier[3]{0, 0, 0};  ///< tape bytes placed in each tier
   double overhead_ms{0};                   ///< estimated time over keeping everything on the device
+  /// Policy mixed: the schedule the chain runs (tapeflow/schedule.hpp): per step, its layer on
+  /// the device, on the host or recomputed, and where its checkpoints live.
+  schedule mixed;
+  /// Estimated forward + reverse time of the whole chain under the cost model (docs/tiers.md).
+  double predicted_ms{0};
 
   [[nodiscard]] std::size_t count(tier t) const noexcept;
   /// A few lines a person can read.
   [[nodiscard]] std::string describe() const;
 };
 
-/// The one planner. Throws budget_error when no placement fits the budgets (including a device
+/// The one planner. `automatic` keeps the whole tape on the device when it fits; otherwise it
+/// runs the mixed schedule's optimiser (tapeflow/schedule.hpp) for chains (state_bytes > 0),
+/// and greedy eviction for other tapes. Throws budget_error when no placement fits the budgets (including a device
 /// budget below `min_device_bytes`), logic_error for an empty or malformed request.
 [[nodiscard]] tier_plan plan_tiers(tier_request const& request);
 

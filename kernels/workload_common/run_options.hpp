@@ -21,6 +21,7 @@ struct run_options {
   std::size_t budget_bytes{0};       ///< device bytes the tape may hold; 0: no limit
   std::size_t host_budget_bytes{0};  ///< pinned host bytes the host tier may hold; 0: no limit
   bandwidths bw{};                   ///< copy bandwidths for the planner; zeros: measured
+  bool host_tier_on_cpu{false};      ///< let auto use host memory on the CPU backend (chain_options)
   pipeline_request pipeline{};       ///< tile/stage/thread overrides of the staged reverse
   /// Stream the work is ordered on (the backend's default stream when default-constructed).
   /// Entry points that return host vectors wait for it before returning.
@@ -43,6 +44,7 @@ struct run_options {
   c.budget_bytes = o.budget_bytes;
   c.host_budget_bytes = o.host_budget_bytes;
   c.bw = o.bw;
+  c.host_tier_on_cpu = o.host_tier_on_cpu;
   c.pipeline = o.pipeline;
   c.measure_time = o.measure_time;
   c.capture_reverse = o.capture_reverse;

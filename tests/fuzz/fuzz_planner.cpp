@@ -69,7 +69,12 @@ void check_tiers(FuzzedDataProvider& in)
           "a ring with a prefetch distance below its size");
   require(p.ring_slots <= p.count(tier::host), "no more ring slots than offloaded layers");
   if (r.policy == tape_policy::store) { require(p.count(tier::device) == n, "store keeps every layer"); }
-  if (p.policy == tape_policy::recompute && p.snapshots > 0) {
+  if (!p.mixed.actions.empty()) {
+    // The optimiser's schedule (auto's mixed plans, recompute over unequal layers).
+    require(p.mixed.fate.size() == n && p.mixed.recomputed.size() == n, "a schedule covers every step");
+    require(p.predicted_ms == p.mixed.predicted_ms, "the plan predicts its schedule's time");
+    require(p.policy == tape_policy::mixed || p.policy == tape_policy::recompute, "schedules are mixed or recompute");
+  } else if (p.policy == tape_policy::recompute && p.snapshots > 0) {
     require(p.snapshots <= n, "no more snapshots than layers");
     require(p.recompute_steps == revolve_forward_steps(n, p.snapshots), "Revolve's count");
   }

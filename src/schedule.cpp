@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: Apache-2.0
+// The mixed schedule's optimiser: a dynamic program over (interval of steps, free device units,
+// free host units). docs/tiers.md ("The mixed schedule") states the model, the class and the
+// optimality claim; tests/test_schedule.cpp checks it against an exhaustive search and
+// tests/planner/test_reference.py against checkpoint-schedules.
+#include <tapeflow/error.hpp>
+#include <tapeflow/nvtx.hpp>
+#include <tapeflow/schedule.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <utility>
+
+namespace tapeflow {
+
+char const* to_string(level l) noexcept { return l == level::device ? "device" : "host"; }
+
+std::string to_string(schedule_action const& a)
+{
+  std::string const s = std::to_string(a.step);
+  switch (a.kind) {
+    case action_kind::advance: return "advance " + s + " -> " + std::to_string(a.to);
+    case action_kind::taped: return "taped " + s + (a.kept ? std::string{" keep on "} + to_string(a.where) : "");
+    case action_kind::store: return "store " + s + " on " + to_string(a.where);
+    case action_kind::restore: return "restore " + s + " from " + to_string(a.where);
+    case action_kind::release: return "release " + s + " on " + to_string(a.where);
+    case action_kind::reverse: return "reverse " + s;
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+std::size_t units(std::size_t bytes, std::size_t unit) { return (bytes + unit - 1) / unit; }
+
+void check_model(schedule_model const& m)
+{
+  TAPEFLOW_EXPECTS(!m.steps.empty(), "a schedule needs at least one step");
+  TAPEFLOW_EXPECTS(m.state_bytes > 0, "a schedule needs the state's size");
+  TAPEFLOW_EXPECTS(m.host_layer_ms.empty() || m.host_layer_ms.size() == m.steps.size(),
+                   "host_layer_ms needs one entry per step");
+  for (step_cost const& s : m.steps) {
+    TAPEFLOW_EXPECTS(s.layer_bytes > 0, "every step needs a positive layer size");
+    TAPEFLOW_EXPECTS(s.forward_ms >= 0 && s.aug_forward_ms >= 0 && s.reverse_ms >= 0,
+                     "step costs must be non-negative");
+  }
+  for (int k = 0; k < 2; ++k) {
+    TAPEFLOW_EXPECTS(m.write_ms[k] >= 0 && m.read_ms[k] >= 0, "checkpoint costs must be non-negative");
+  }
+}
+
+double host_penalty(schedule_model const& m, std::size_t i) { return m.host_layer_ms.empty() ? 0.0 : m.host_layer_ms[i]; }
+
+/// Every step the same (size, costs, host cost): the tables then depend on an interval's length only.
+bool equal_steps(schedule_model const& m)
+{
+  for (std::size_t i = 0; i < m.steps.size(); ++i) {
+    step_cost const& s = m.steps[i];
+    step_cost const& f = m.steps[0];
+    if (s.layer_bytes != f.layer_bytes || s.forward_ms != f.forward_ms || s.aug_forward_ms != f.aug_forward_ms ||
+        s.reverse_ms != f.reverse_ms || host_penalty(m, i) != host_penalty(m, 0)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The dynamic program. C(i, e, d, h): reverse steps [i, e) with the working state at step i
+/// (held by nothing else), d device and h host units free. P_k(i, e, d, h): the same with the
+/// state at i held in a checkpoint on level k, which d and h do not count.
+class optimiser {
+ public:
+  optimiser(schedule_model const& m, std::size_t unit) : m_(m), n_(m.steps.size()), unit_(unit)
+  {
+    uniform_ = equal_steps(m);
+    state_ = units(m.state_bytes, unit);
+    D_ = m.device_bytes / unit;
+    H_ = m.host_bytes / unit;
+    layer_.resize(n_);
+    prefix_.assign(n_ + 1, 0.0);
+    std::size_t need_d = 0;
+    std::size_t need_h = 0;
+    for (std::size_t i = 0; i < n_; ++i) {
+      layer_[i] = units(m.steps[i].layer_bytes, unit);
+      prefix_[i + 1] = prefix_[i] + m.steps[i].forward_ms;
+      need_d += (m.device_layers ? layer_[i] : 0) + (m.checkpoints[0] ? state_ : 0);
+      need_h += (m.host_layers ? layer_[i] : 0) + (m.checkpoints[1] ? state_ : 0);
+    }
+    // More memory than every checkpoint and layer at once is never used.
+    D_ = std::min(D_, need_d);
+    H_ = std::min(H_, need_h);
+  }
+
+  /// Table entries times the work per entry, to pick the unit.
+  [[nodiscard]] double work() const
+  {
+    double const keys = uniform_ ? double(n_ + 1) : double(n_ + 1) * double(n_ + 2) / 2.0;
+    return keys * double(D_ + 1) * double(H_ + 1) * 3.0 * double(n_);
+  }
+  /// No coarser unit shrinks the tables further.
+  [[nodiscard]] bool smallest() const noexcept { return D_ == 0 && H_ == 0; }
+  [[nodiscard]] double entries() const
+  {
+    double const keys = uniform_ ? double(n_ + 1) : double(n_ + 1) * double(n_ + 1);
+    return keys * double(D_ + 1) * double(H_ + 1) * 3.0;
+  }
+
+  void solve()
+  {
+    std::size_t const keys = uniform_ ? n_ + 1 : (n_ + 1) * (n_ + 1);
+    std::size_t const size = keys * (D_ + 1) * (H_ + 1);
+    for (int t = 0; t < 3; ++t) {
+      cost_[t].assign(size, inf);
+      how_[t].assign(size, 0);
+    }
+    for (std::size_t len = 1; len <= n_; ++len) {
+      std::size_t const last_start = uniform_ ? 0 : n_ - len;
+      for (std::size_t i = 0; i <= last_start; ++i) {
+        for (std::size_t d = 0; d <= D_; ++d) {
+          for (std::size_t h = 0; h <= H_; ++h) { solve_c(i, i + len, d, h); }
+        }
+        for (int k = 0; k < 2; ++k) {
+          if (!m_.checkpoints[k]) { continue; }
+          for (std::size_t d = 0; d <= D_; ++d) {
+            for (std::size_t h = 0; h <= H_; ++h) { solve_p(k, i, i + len, d, h); }
+          }
+        }
+      }
+    }
+  }
+
+  [[nodiscard]] double best() const { return at(0, 0, n_, D_, H_); }
+
+  void emit(std::vector<schedule_action>& out) const { emit_c(out, 0, n_, D_, H_); }
+
+ private:
+  // how_: bits 0-2 the choice, the rest the split point.
+  enum : std::uint32_t { single = 0, keep_device = 1, keep_host = 2, split_device = 3, split_host = 4 };
+  enum : std::uint32_t { last_use = 0, again = 1 };
+
+  [[nodiscard]] std::size_t index(std::size_t i, std::size_t e, std::size_t d, std::size_t h) const
+  {
+    std::size_t const key = uniform_ ? e - i : i * (n_ + 1) + (e - i);
+    return (key * (D_ + 1) + d) * (H_ + 1) + h;
+  }
+  [[nodiscard]] double at(int table, std::size_t i, std::size_t e, std::size_t d, std::size_t h) const
+  {
+    return cost_[table][index(i, e, d, h)];
+  }
+  [[nodiscard]] double forward(std::size_t i, std::size_t e) const { return prefix_[e] - prefix_[i]; }
+
+  void solve_c(std::size_t i, std::size_t e, std::size_t d, std::size_t h)
+  {
+    step_cost const& s = m_.steps[i];
+    double best = inf;
+    std::uint32_t how = single;
+    auto consider = [&](double c, std::uint32_t choice) {
+      if (c < best) {
+        best = c;
+        how = choice;
+      }
+    };
+    if (e == i + 1) {
+      best = s.aug_forward_ms + s.reverse_ms;
+    } else {
+      if (m_.device_layers && layer_[i] <= d) {
+        consider(s.aug_forward_ms + at(0, i + 1, e, d - layer_[i], h) + s.reverse_ms, keep_device);
+      }
+      if (m_.host_layers && layer_[i] <= h) {
+        consider(s.aug_forward_ms + host_penalty(m_, i) + at(0, i + 1, e, d, h - layer_[i]) + s.reverse_ms, keep_host);
+      }
+      for (int k = 0; k < 2; ++k) {
+        if (!m_.checkpoints[k] || state_ > (k == 0 ? d : h)) { continue; }
+        std::size_t const dd = k == 0 ? d - state_ : d;
+        std::size_t const hh = k == 1 ? h - state_ : h;
+        for (std::size_t mid = i + 1; mid < e; ++mid) {
+          double const c = m_.write_ms[k] + forward(i, mid) + at(0, mid, e, dd, hh) + at(1 + k, i, mid, dd, hh);
+          consider(c, static_cast<std::uint32_t>((k == 0 ? split_device : split_host) | (mid - i) << 3));
+        }
+      }
+    }
+    cost_[0][index(i, e, d, h)] = best;
+    how_[0][index(i, e, d, h)] = how;
+  }
+
+  void solve_p(int k, std::size_t i, std::size_t e, std::size_t d, std::size_t h)
+  {
+    double const read = m_.read_ms[k];
+    std::size_t const dd = k == 0 ? d + state_ : d;
+    std::size_t const hh = k == 1 ? h + state_ : h;
+    // The freed checkpoint may be more memory than the tables hold: more is never needed.
+    double best = read + at(0, i, e, std::min(dd, D_), std::min(hh, H_));
+    std::uint32_t how = last_use;
+    for (std::size_t mid = i + 1; mid < e; ++mid) {
+      double const c = read + forward(i, mid) + at(0, mid, e, d, h) + at(1 + k, i, mid, d, h);
+      if (c < best) {
+        best = c;
+        how = static_cast<std::uint32_t>(again | (mid - i) << 3);
+      }
+    }
+    cost_[1 + k][index(i, e, d, h)] = best;
+    how_[1 + k][index(i, e, d, h)] = how;
+  }
+
+  void emit_c(std::vector<schedule_action>& out, std::size_t i, std::size_t e, std::size_t d, std::size_t h) const
+  {
+    std::uint32_t const how = how_[0][index(i, e, d, h)];
+    std::size_t const mid = i + (how >> 3);
+    switch (how & 7u) {
+      case single:
+        out.push_back({action_kind::taped, i, i + 1, level::device, false});
+        out.push_back({action_kind::reverse, i, i, level::device, false});
+        return;
+      case keep_device:
+        out.push_back({action_kind::taped, i, i + 1, level::device, true});
+        emit_c(out, i + 1, e, d - layer_[i], h);
+        out.push_back({action_kind::reverse, i, i, level::device, false});
+        return;
+      case keep_host:
+        out.push_back({action_kind::taped, i, i + 1, level::host, true});
+        emit_c(out, i + 1, e, d, h - layer_[i]);
+        out.push_back({action_kind::reverse, i, i, level::host, false});
+        return;
+      default: {
+        int const k = (how & 7u) == split_device ? 0 : 1;
+        level const where = k == 0 ? level::device : level::host;
+        std::size_t const dd = k == 0 ? d - state_ : d;
+        std::size_t const hh = k == 1 ? h - state_ : h;
+        out.push_back({action_kind::store, i, i, where, false});
+        out.push_back({action_kind::advance, i, mid, where, false});
+        emit_c(out, mid, e, dd, hh);
+        emit_p(out, k, i, mid, dd, hh);
+        return;
+      }
+    }
+  }
+
+  void emit_p(std::vector<schedule_action>& out, int k, std::size_t i, std::size_t e, std::size_t d,
+              std::size_t h) const
+  {
+    level const where = k == 0 ? level::device : level::host;
+    std::uint32_t const how = how_[1 + k][index(i, e, d, h)];
+    out.push_back({action_kind::restore, i, i, where, false});
+    if ((how & 7u) == last_use) {
+      out.push_back({action_kind::release, i, i, where, false});
+      emit_c(out, i, e, std::min(k == 0 ? d + state_ : d, D_), std::min(k == 1 ? h + state_ : h, H_));
+      return;
+    }
+    std::size_t const mid = i + (how >> 3);
+    out.push_back({action_kind::advance, i, mid, where, false});
+    emit_c(out, mid, e, d, h);
+    emit_p(out, k, i, mid, d, h);
+  }
+
+  schedule_model const& m_;
+  std::size_t n_;
+  std::size_t unit_;
+  bool uniform_{false};
+  std::size_t state_{0};
+  std::size_t D_{0};
+  std::size_t H_{0};
+  std::vector<std::size_t> layer_;
+  std::vector<double> prefix_;
+  std::vector<double> cost_[3];
+  std::vector<std::uint32_t> how_[3];
+};
+
+/// The largest unit that divides every size the optimiser counts.
+std::size_t natural_unit(schedule_model const& m)
+{
+  std::size_t g = m.state_bytes;
+  for (step_cost const& s : m.steps) { g = std::gcd(g, s.layer_bytes); }
+  return std::max<std::size_t>(g, 1);
+}
+
+struct replayed {
+  double cost{0};
+  std::vector<layer_fate> fate;
+  std::vector<std::size_t> recomputed;
+  std::size_t peak_device{0};
+  std::size_t peak_host{0};
+  std::size_t stores[2]{0, 0};
+};
+
+replayed replay(schedule_model const& m, std::vector<schedule_action> const& actions, std::size_t unit)
+{
+  TAPEFLOW_EXPECTS(unit > 0, "the memory unit must be positive");
+  std::size_t const n = m.steps.size();
+  constexpr std::size_t none = static_cast<std::size_t>(-1);
+  std::size_t const state_units = units(m.state_bytes, unit);
+  std::size_t const budget_units[2] = {m.device_bytes / unit, m.host_bytes / unit};
+  std::size_t used_units[2] = {0, 0};
+  std::size_t used_bytes[2] = {0, 0};
+  std::size_t pos = 0;  // the working state starts at step 0
+  std::size_t next = n;  // steps >= next are reversed
+  std::map<std::pair<std::size_t, int>, bool> held;
+  // per step: -1 no layer, 0 device, 1 host, 2 the working layer
+  std::vector<int> layer(n, -1);
+  bool working = false;
+  replayed r;
+  r.fate.assign(n, layer_fate::recompute);
+  r.recomputed.assign(n, 0);
+  auto fail = [&](std::size_t at, std::string const& why) {
+    TAPEFLOW_FAIL(logic_error, "invalid schedule at action " + std::to_string(at) + " (" + to_string(actions[at]) +
+                                 "): " + why);
+  };
+  auto take = [&](std::size_t at, int k, std::size_t u, std::size_t bytes) {
+    if (used_units[k] + u > budget_units[k]) { fail(at, std::string{"exceeds the "} + to_string(level(k)) + " budget"); }
+    used_units[k] += u;
+    used_bytes[k] += bytes;
+    r.peak_device = std::max(r.peak_device, used_bytes[0]);
+    r.peak_host = std::max(r.peak_host, used_bytes[1]);
+  };
+  for (std::size_t at = 0; at < actions.size(); ++at) {
+    schedule_action const& a = actions[at];
+    int const k = static_cast<int>(a.where);
+    if (working && a.kind != action_kind::reverse) { fail(at, "the working layer must be reversed first"); }
+    switch (a.kind) {
+      case action_kind::advance:
+        if (pos != a.step || a.to <= a.step || a.to > n) { fail(at, "the working state is not there"); }
+        for (std::size_t t = a.step; t < a.to; ++t) { ++r.recomputed[t]; }
+        for (std::size_t t = a.step; t < a.to; ++t) { r.cost += m.steps[t].forward_ms; }
+        pos = a.to;
+        break;
+      case action_kind::taped:
+        if (pos != a.step || a.step >= next) { fail(at, "the working state is not there"); }
+        if (layer[a.step] != -1) { fail(at, "the step already has a layer"); }
+        r.cost += m.steps[a.step].aug_forward_ms;
+        if (a.kept) {
+          if ((k == 0 && !m.device_layers) || (k == 1 && !m.host_layers)) { fail(at, "layers may not be kept there"); }
+          take(at, k, units(m.steps[a.step].layer_bytes, unit), m.steps[a.step].layer_bytes);
+          layer[a.step] = k;
+          if (k == 1) { r.cost += host_penalty(m, a.step); }
+          r.fate[a.step] = k == 0 ? layer_fate::device : layer_fate::host;
+        } else {
+          if (a.step + 1 != next) { fail(at, "only the next step to reverse may be taped without keeping it"); }
+          layer[a.step] = 2;
+          working = true;
+        }
+        pos = a.step + 1;
+        break;
+      case action_kind::store:
+        if (pos != a.step || pos == none) { fail(at, "the working state is not there"); }
+        if (!m.checkpoints[k]) { fail(at, "checkpoints may not be stored there"); }
+        if (held.count({a.step, k}) != 0) { fail(at, "already held"); }
+        take(at, k, state_units, m.state_bytes);
+        held[{a.step, k}] = true;
+        r.cost += m.write_ms[k];
+        ++r.stores[k];
+        break;
+      case action_kind::restore:
+        if (held.count({a.step, k}) == 0) { fail(at, "no such checkpoint"); }
+        r.cost += m.read_ms[k];
+        pos = a.step;
+        break;
+      case action_kind::release:
+        if (held.erase({a.step, k}) == 0) { fail(at, "no such checkpoint"); }
+        used_units[k] -= state_units;
+        used_bytes[k] -= m.state_bytes;
+        break;
+      case action_kind::reverse:
+        if (a.step + 1 != next || layer[a.step] == -1) { fail(at, "not the next step to reverse, or it has no layer"); }
+        if (layer[a.step] == 0 || layer[a.step] == 1) {
+          used_units[layer[a.step]] -= units(m.steps[a.step].layer_bytes, unit);
+          used_bytes[layer[a.step]] -= m.steps[a.step].layer_bytes;
+        }
+        layer[a.step] = -1;
+        working = false;
+        r.cost += m.steps[a.step].reverse_ms;
+        next = a.step;
+        break;
+    }
+  }
+  if (next != 0) { TAPEFLOW_FAIL(logic_error, "invalid schedule: step " + std::to_string(next - 1) + " is not reversed"); }
+  if (!held.empty()) { TAPEFLOW_FAIL(logic_error, "invalid schedule: a checkpoint is never released"); }
+  // A step that ran untaped before its layer was taped had its layer rebuilt from a checkpoint
+  // (unless the host kept it): recomputed. One that never did was taped in the first sweep and
+  // kept on the device until its reverse (the last step: just before it).
+  for (std::size_t t = 0; t < n; ++t) {
+    if (r.fate[t] == layer_fate::host) { continue; }
+    r.fate[t] = r.recomputed[t] > 0 ? layer_fate::recompute : layer_fate::device;
+  }
+  return r;
+}
+
+}  // namespace
+
+schedule optimal_schedule(schedule_model const& model)
+{
+  TAPEFLOW_NVTX_RANGE("tapeflow::optimal_schedule");
+  check_model(model);
+  std::size_t unit = model.unit_bytes != 0 ? model.unit_bytes : natural_unit(model);
+  TAPEFLOW_EXPECTS(model.steps.size() <= max_schedule_steps(equal_steps(model)),
+                   "the optimiser plans at most " + std::to_string(max_schedule_steps(true)) + " equal or " +
+                     std::to_string(max_schedule_steps(false)) + " unequal steps; got " +
+                     std::to_string(model.steps.size()));
+  // Coarsen the unit until the tables are small enough to solve in well under a second.
+  constexpr double max_work = 2e8;
+  constexpr double max_entries = 4e6;
+  for (;;) {
+    optimiser probe(model, unit);
+    if (model.unit_bytes != 0 || probe.smallest() || (probe.work() <= max_work && probe.entries() <= max_entries)) {
+      break;
+    }
+    unit *= 2;
+  }
+  optimiser dp(model, unit);
+  dp.solve();
+  double const best = dp.best();
+  if (!(best < inf)) {
+    TAPEFLOW_FAIL_BYTES(budget_error,
+                        "no schedule fits: " + std::to_string(model.steps.size()) + " steps, state " +
+                          std::to_string(model.state_bytes) + " bytes, device " + std::to_string(model.device_bytes) +
+                          " and host " + std::to_string(model.host_bytes) + " bytes free for checkpoints and layers",
+                        model.state_bytes);
+  }
+  schedule out;
+  dp.emit(out.actions);
+  out.unit_bytes = unit;
+  replayed const r = replay(model, out.actions, unit);
+  out.predicted_ms = r.cost;
+  out.fate = r.fate;
+  out.recomputed = r.recomputed;
+  out.peak_device_bytes = r.peak_device;
+  out.peak_host_bytes = r.peak_host;
+  out.checkpoints[0] = r.stores[0];
+  out.checkpoints[1] = r.stores[1];
+  return out;
+}
+
+std::size_t max_schedule_steps(bool equal_steps) noexcept { return equal_steps ? 4000 : 400; }
+
+double evaluate_schedule(schedule_model const& model, std::vector<schedule_action> const& actions,
+                         std::size_t unit_bytes)
+{
+  check_model(model);
+  return replay(model, actions, unit_bytes).cost;
+}
+
+}  // namespace tapeflow

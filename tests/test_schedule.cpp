@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: Apache-2.0
+// The mixed schedule's optimiser (tapeflow/schedule.hpp) against an exhaustive search over every
+// schedule of the machine model (one working state, checkpoints on two levels, layers kept on
+// either level or taped just before their reverse), against Revolve's closed form, and the
+// schedule's replay. tests/planner/test_reference.py compares it with checkpoint-schedules.
+#include <tapeflow/error.hpp>
+#include <tapeflow/revolve.hpp>
+#include <tapeflow/schedule.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+namespace tapeflow {
+namespace {
+
+/// The cheapest way to reverse the chain over every sequence of the machine's moves, by
+/// Dijkstra's algorithm over its states (memory in the model's bytes, unit 1). Infinity when no
+/// sequence reverses it within the budgets.
+double exhaustive(schedule_model const& m)
+{
+  std::size_t const n = m.steps.size();
+  // State: pos (4 bits), next (4 bits), checkpoints (2 bits per step), layers (2 bits per step:
+  // 0 none, 1 device, 2 host).
+  auto pack = [&](std::uint64_t pos, std::uint64_t next, std::uint64_t ck, std::uint64_t lay) {
+    return pos | next << 4 | ck << 8 | lay << (8 + 2 * n);
+  };
+  auto ck_at = [](std::uint64_t ck, std::size_t i, int k) { return (ck >> (2 * i + static_cast<unsigned>(k))) & 1u; };
+  auto lay_at = [](std::uint64_t lay, std::size_t i) { return (lay >> (2 * i)) & 3u; };
+  auto used = [&](std::uint64_t ck, std::uint64_t lay, int k) {
+    std::size_t bytes = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (ck_at(ck, i, k) != 0) { bytes += m.state_bytes; }
+      if (lay_at(lay, i) == static_cast<std::uint64_t>(k + 1)) { bytes += m.steps[i].layer_bytes; }
+    }
+    return bytes;
+  };
+  std::size_t const budget[2] = {m.device_bytes, m.host_bytes};
+  using item = std::pair<double, std::uint64_t>;
+  std::priority_queue<item, std::vector<item>, std::greater<>> queue;
+  std::unordered_map<std::uint64_t, double> dist;
+  auto push = [&](double c, std::uint64_t s) {
+    auto it = dist.find(s);
+    if (it == dist.end() || c < it->second) {
+      dist[s] = c;
+      queue.push({c, s});
+    }
+  };
+  push(0.0, pack(0, n, 0, 0));
+  while (!queue.empty()) {
+    auto [c, s] = queue.top();
+    queue.pop();
+    if (c > dist[s]) { continue; }
+    std::uint64_t const pos = s & 15u;
+    std::uint64_t const next = (s >> 4) & 15u;
+    std::uint64_t const ck = (s >> 8) & ((std::uint64_t{1} << (2 * n)) - 1);
+    std::uint64_t const lay = s >> (8 + 2 * n);
+    if (next == 0) { return c; }
+    std::size_t const j = next - 1;  // the next step to reverse
+    // Reverse j from a kept layer.
+    if (lay_at(lay, j) != 0) {
+      push(c + m.steps[j].reverse_ms, pack(pos, j, ck, lay & ~(std::uint64_t{3} << (2 * j))));
+    }
+    if (pos < next) {
+      step_cost const& st = m.steps[pos];
+      // Tape j and reverse it at once (the working layer).
+      if (pos == j) { push(c + st.aug_forward_ms + st.reverse_ms, pack(pos + 1, j, ck, lay)); }
+      // Advance untaped.
+      if (pos + 1 < next) { push(c + st.forward_ms, pack(pos + 1, next, ck, lay)); }
+      // Tape and keep.
+      if (lay_at(lay, pos) == 0) {
+        for (int k = 0; k < 2; ++k) {
+          bool const allowed = k == 0 ? m.device_layers : m.host_layers;
+          if (!allowed || used(ck, lay, k) + st.layer_bytes > budget[k]) { continue; }
+          double const extra = k == 1 && !m.host_layer_ms.empty() ? m.host_layer_ms[pos] : 0.0;
+          push(c + st.aug_forward_ms + extra,
+               pack(pos + 1, next, ck, lay | static_cast<std::uint64_t>(k + 1) << (2 * pos)));
+        }
+      }
+      // Store the working state.
+      for (int k = 0; k < 2; ++k) {
+        if (!m.checkpoints[k] || ck_at(ck, pos, k) != 0 || used(ck, lay, k) + m.state_bytes > budget[k]) {
+          continue;
+        }
+        push(c + m.write_ms[k], pack(pos, next, ck | std::uint64_t{1} << (2 * pos + static_cast<unsigned>(k)), lay));
+      }
+    }
+    // Restore or release a checkpoint.
+    for (std::size_t i = 0; i < n; ++i) {
+      for (int k = 0; k < 2; ++k) {
+        if (ck_at(ck, i, k) == 0) { continue; }
+        if (i < next) { push(c + m.read_ms[k], pack(i, next, ck, lay)); }
+        push(c, pack(pos, next, ck & ~(std::uint64_t{1} << (2 * i + static_cast<unsigned>(k))), lay));
+      }
+    }
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+schedule_model random_model(std::mt19937& rng)
+{
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  schedule_model m;
+  std::size_t const n = static_cast<std::size_t>(pick(1, 5));
+  bool const uniform = pick(0, 2) == 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    step_cost s{double(pick(0, 4)), double(pick(1, 5)), double(pick(1, 4)), std::size_t(pick(1, 3))};
+    m.steps.push_back(uniform && i > 0 ? m.steps[0] : s);
+    m.host_layer_ms.push_back(uniform && i > 0 ? m.host_layer_ms[0] : double(pick(0, 3)));
+  }
+  m.state_bytes = std::size_t(pick(1, 2));
+  m.device_bytes = std::size_t(pick(0, 5));
+  m.host_bytes = std::size_t(pick(0, 4));
+  for (int k = 0; k < 2; ++k) {
+    m.write_ms[k] = double(pick(0, 3));
+    m.read_ms[k] = double(pick(0, 3));
+    m.checkpoints[k] = pick(0, 3) != 0;
+  }
+  m.device_layers = pick(0, 3) != 0;
+  m.host_layers = pick(0, 3) != 0;
+  m.unit_bytes = 1;
+  return m;
+}
+
+TEST(MixedSchedule, OptimalAgainstExhaustiveSearch)
+{
+  std::mt19937 rng(13);
+  int solved = 0;
+  int infeasible = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    schedule_model const m = random_model(rng);
+    double const want = exhaustive(m);
+    if (!(want < std::numeric_limits<double>::infinity())) {
+      EXPECT_THROW(static_cast<void>(optimal_schedule(m)), budget_error) << "trial " << trial;
+      ++infeasible;
+      continue;
+    }
+    schedule const s = optimal_schedule(m);
+    EXPECT_DOUBLE_EQ(s.predicted_ms, want) << "trial " << trial << ": " << m.steps.size() << " steps";
+    EXPECT_DOUBLE_EQ(evaluate_schedule(m, s.actions, 1), s.predicted_ms) << "trial " << trial;
+    ++solved;
+  }
+  EXPECT_GT(solved, 1000);
+  EXPECT_GT(infeasible, 10);
+}
+
+TEST(MixedSchedule, RevolveIsTheCaseWithDeviceCheckpointsOnly)
+{
+  // Untaped steps only cost: the optimum is Revolve's t(l, s), s counting the initial state.
+  for (std::size_t l = 1; l <= 60; ++l) {
+    for (std::size_t s = 1; s <= 7; ++s) {
+      schedule_model m;
+      m.steps.assign(l, step_cost{1.0, 0.0, 0.0, 1000});
+      m.state_bytes = 10;
+      m.device_bytes = 10 * s;
+      m.device_layers = m.host_layers = false;
+      m.checkpoints[1] = false;
+      schedule const sched = optimal_schedule(m);
+      EXPECT_DOUBLE_EQ(sched.predicted_ms, double(revolve_forward_steps(l, s))) << "l " << l << ", s " << s;
+      EXPECT_DOUBLE_EQ(evaluate_schedule(m, sched.actions, sched.unit_bytes), sched.predicted_ms);
+    }
+  }
+}
+
+TEST(MixedSchedule, MixesDeviceHostAndRecomputeForUnequalSteps)
+{
+  // 12 steps of unequal layers; the device holds a quarter of the tape, the host a quarter: the
+  // cheapest schedule keeps some layers on each level and recomputes the rest.
+  schedule_model m;
+  std::size_t tape = 0;
+  for (std::size_t i = 0; i < 12; ++i) {
+    std::size_t const bytes = (i % 3 + 1) * 1024;
+    m.steps.push_back({1.0, 1.2, 2.0, bytes});
+    tape += bytes;
+  }
+  m.host_layer_ms.assign(12, 0.5);
+  m.state_bytes = 512;
+  m.device_bytes = tape / 4;
+  m.host_bytes = tape / 4;
+  m.write_ms[1] = m.read_ms[1] = 0.3;
+  schedule const s = optimal_schedule(m);
+  std::size_t counts[3] = {0, 0, 0};
+  for (layer_fate f : s.fate) { ++counts[static_cast<int>(f)]; }
+  EXPECT_GT(counts[0], 0u);
+  EXPECT_GT(counts[1], 0u);
+  EXPECT_GT(counts[2], 0u);
+  EXPECT_LE(s.peak_device_bytes, m.device_bytes);
+  EXPECT_LE(s.peak_host_bytes, m.host_bytes);
+  EXPECT_DOUBLE_EQ(evaluate_schedule(m, s.actions, s.unit_bytes), s.predicted_ms);
+}
+
+TEST(MixedSchedule, ForcedChoicesAndBadInput)
+{
+  schedule_model m;
+  m.steps.assign(6, step_cost{1.0, 1.0, 1.0, 100});
+  m.state_bytes = 100;
+  m.device_bytes = 1000;
+  m.host_bytes = 1000;
+  m.host_layers = false;
+  m.checkpoints[0] = m.checkpoints[1] = false;
+  schedule const store = optimal_schedule(m);  // every layer on the device
+  for (layer_fate f : store.fate) { EXPECT_EQ(f, layer_fate::device); }
+  EXPECT_DOUBLE_EQ(store.predicted_ms, 12.0);
+  m.device_bytes = 300;  // three layers and the working one: no schedule without checkpoints
+  EXPECT_THROW(static_cast<void>(optimal_schedule(m)), budget_error);
+
+  schedule_model bad = m;
+  bad.steps.clear();
+  EXPECT_THROW(static_cast<void>(optimal_schedule(bad)), logic_error);
+  bad = m;
+  bad.state_bytes = 0;
+  EXPECT_THROW(static_cast<void>(optimal_schedule(bad)), logic_error);
+  bad = m;
+  bad.steps[2].layer_bytes = 0;
+  EXPECT_THROW(static_cast<void>(optimal_schedule(bad)), logic_error);
+}
+
+TEST(MixedSchedule, ReplayRejectsInvalidSchedules)
+{
+  schedule_model m;
+  m.steps.assign(3, step_cost{1.0, 1.0, 1.0, 100});
+  m.state_bytes = 100;
+  m.device_bytes = 200;
+  schedule const s = optimal_schedule(m);
+  // Drop each action in turn: every shorter sequence is invalid.
+  for (std::size_t drop = 0; drop < s.actions.size(); ++drop) {
+    std::vector<schedule_action> broken = s.actions;
+    broken.erase(broken.begin() + static_cast<std::ptrdiff_t>(drop));
+    EXPECT_THROW(static_cast<void>(evaluate_schedule(m, broken, s.unit_bytes)), logic_error)
+      << "without action " << drop << " (" << to_string(s.actions[drop]) << ")";
+  }
+  // Over budget.
+  m.device_bytes = 100;
+  EXPECT_THROW(static_cast<void>(evaluate_schedule(m, s.actions, s.unit_bytes)), logic_error);
+}
+
+TEST(MixedSchedule, LargeChainsPlanQuickly)
+{
+  schedule_model m;
+  for (std::size_t i = 0; i < 200; ++i) { m.steps.push_back({1.0, 1.1, 2.0, (i % 4 + 1) * 4096}); }
+  m.host_layer_ms.assign(200, 0.2);
+  m.state_bytes = 4096;
+  m.device_bytes = 20 * 4096;
+  m.host_bytes = 100 * 4096;
+  m.write_ms[1] = m.read_ms[1] = 0.5;
+  schedule const s = optimal_schedule(m);
+  EXPECT_DOUBLE_EQ(evaluate_schedule(m, s.actions, s.unit_bytes), s.predicted_ms);
+  EXPECT_LE(s.peak_device_bytes, m.device_bytes);
+}
+
+}  // namespace
+}  // namespace tapeflow

@@ -75,7 +75,7 @@ bool equal_steps(schedule_model const& m)
 /// state at i held in a checkpoint on level k, which d and h do not count.
 class optimiser {
  public:
-  optimiser(schedule_model const& m, std::size_t unit) : m_(m), n_(m.steps.size()), unit_(unit)
+  optimiser(schedule_model const& m, std::size_t unit) : m_(m), n_(m.steps.size())
   {
     uniform_ = equal_steps(m);
     state_ = units(m.state_bytes, unit);
@@ -259,7 +259,6 @@ class optimiser {
 
   schedule_model const& m_;
   std::size_t n_;
-  std::size_t unit_;
   bool uniform_{false};
   std::size_t state_{0};
   std::size_t D_{0};

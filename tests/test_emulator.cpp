@@ -164,7 +164,7 @@ TEST(Emulator, BadLaunchShapesAreTypedErrors)
 {
   device_array<unsigned> out(32);
   // > 1024 threads: the launch path refuses it from the kernel's attributes, and the emulator's
-  // own launch (what a raw <<<>>> would reach) with cudaErrorInvalidConfiguration.
+  // own launch (what a launch that bypassed the helper would reach) with cudaErrorInvalidConfiguration.
   EXPECT_THROW(device::launch(trap_kernel, 1, 2048, 0, {}, out.data), logic_error);
   emu::launch_kernel(dim3(1), dim3(2048), 0, nullptr, [] {});
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);

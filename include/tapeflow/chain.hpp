@@ -305,12 +305,7 @@ class chain {
                                 tape_writer<record_type>{slot, plan_of(t).layout()}, s);
         host_->end_write(offloaded++, s);
       } else {
-        layer& l = tape_.push<record_type>(plan_of(t).records, plan_of(t).tile_records, s);
-        track_peak();
-        if (options_.poison) { l.fill(0xFF, s); }
-        step_.augmented_forward(t, in->data_as<value_type>(), out->data_as<value_type>(),
-                                l.writer<record_type>(), s);
-        l.commit();
+        taped_on_device(t, in->data_as<value_type>(), out->data_as<value_type>(), s);
       }
       std::swap(in, out);
       report(chain_phase::forward, t + 1);
@@ -416,34 +411,42 @@ class chain {
     pool_.give(std::move(scratch));
   }
 
+  /// Step t's augmented forward from `in` to `out`, its layer pushed on the device tape.
+  void taped_on_device(std::size_t t, value_type const* in, value_type* out, stream_view s)
+  {
+    layer& l = tape_.push<record_type>(plan_of(t).records, plan_of(t).tile_records, s);
+    track_peak();
+    if (options_.poison) { l.fill(0xFF, s); }
+    step_.augmented_forward(t, in, out, l.writer<record_type>(), s);
+    l.commit();
+  }
+
+  /// Untaped steps from..to-1 on the working state (recomputation), timed under measure_time.
+  void advance_untaped(std::size_t from, std::size_t to, stream_view s)
+  {
+    TAPEFLOW_NVTX_RANGE("tapeflow::recompute");
+    event* begin = mark(s);
+    for (std::size_t t = from; t < to; ++t) {
+      poison(*scratch_, s);
+      step_.forward(t, work_->data_as<value_type>(), scratch_->data_as<value_type>(), s);
+      std::swap(*work_, *scratch_);
+    }
+    event* end = mark(s);
+    if (begin != nullptr) { recompute_events_.emplace_back(begin, end); }
+    stats_.recompute_steps += to - from;
+  }
+
   void run_action(revolve_action const& a, stream_view s)
   {
     switch (a.op) {
       case revolve_op::store: snapshots_[a.slot].copy_from(*work_, s); break;
       case revolve_op::restore: work_->copy_from(snapshots_[a.slot], s); break;
       case revolve_op::release: break;  // slots are reused by later stores
-      case revolve_op::advance: {
-        TAPEFLOW_NVTX_RANGE("tapeflow::recompute");
-        event* begin = mark(s);
-        for (std::size_t t = a.from; t < a.to; ++t) {
-          poison(*scratch_, s);
-          step_.forward(t, work_->data_as<value_type>(), scratch_->data_as<value_type>(), s);
-          std::swap(*work_, *scratch_);
-        }
-        event* end = mark(s);
-        if (begin != nullptr) { recompute_events_.emplace_back(begin, end); }
-        stats_.recompute_steps += a.to - a.from;
-        break;
-      }
+      case revolve_op::advance: advance_untaped(a.from, a.to, s); break;
       case revolve_op::taped: {
         TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
-        layer& l = tape_.push<record_type>(plan_of(a.from).records, plan_of(a.from).tile_records, s);
-        track_peak();
         poison(*scratch_, s);
-        if (options_.poison) { l.fill(0xFF, s); }
-        step_.augmented_forward(a.from, work_->data_as<value_type>(), scratch_->data_as<value_type>(),
-                                l.writer<record_type>(), s);
-        l.commit();
+        taped_on_device(a.from, work_->data_as<value_type>(), scratch_->data_as<value_type>(), s);
         std::swap(*work_, *scratch_);
         if (!pending_ && a.from + 1 == steps_) { report(chain_phase::forward, steps_); }
         break;
@@ -542,19 +545,7 @@ class chain {
   void run_mixed(schedule_action const& a, stream_view s)
   {
     switch (a.kind) {
-      case action_kind::advance: {
-        TAPEFLOW_NVTX_RANGE("tapeflow::recompute");
-        event* begin = mark(s);
-        for (std::size_t t = a.step; t < a.to; ++t) {
-          poison(*scratch_, s);
-          step_.forward(t, work_->data_as<value_type>(), scratch_->data_as<value_type>(), s);
-          std::swap(*work_, *scratch_);
-        }
-        event* end = mark(s);
-        if (begin != nullptr) { recompute_events_.emplace_back(begin, end); }
-        stats_.recompute_steps += a.to - a.step;
-        break;
-      }
+      case action_kind::advance: advance_untaped(a.step, a.to, s); break;
       case action_kind::taped: {
         TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
         poison(*scratch_, s);
@@ -567,12 +558,7 @@ class chain {
                                   tape_writer<record_type>{slot, plan_of(a.step).layout()}, s);
           mixed_host_->end_write(a.step, s);
         } else {
-          layer& l = tape_.push<record_type>(plan_of(a.step).records, plan_of(a.step).tile_records, s);
-          track_peak();
-          if (options_.poison) { l.fill(0xFF, s); }
-          step_.augmented_forward(a.step, work_->data_as<value_type>(), scratch_->data_as<value_type>(),
-                                  l.writer<record_type>(), s);
-          l.commit();
+          taped_on_device(a.step, work_->data_as<value_type>(), scratch_->data_as<value_type>(), s);
         }
         std::swap(*work_, *scratch_);
         if (!pending_ && a.step + 1 == steps_) { report(chain_phase::forward, steps_); }

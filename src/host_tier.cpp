@@ -3,145 +3,218 @@
 #include <tapeflow/error.hpp>
 #include <tapeflow/nvtx.hpp>
 
+#include <algorithm>
+#include <utility>
+
 namespace tapeflow::detail {
 
-host_tier::host_tier(backend kind, std::size_t layer_bytes, std::size_t layers, std::size_t slots,
-                     std::size_t distance, bool measure_stalls)
-  : kind_(kind), layer_bytes_(layer_bytes), layers_(layers), slots_(slots), distance_(distance),
-    measure_(measure_stalls), offloaded_(kind), reads_done_(kind), copies_done_(kind), d2h_(kind), h2d_(kind)
+host_tier::host_tier(backend kind, std::size_t slot_bytes, std::size_t steps, std::size_t slots, bool measure_stalls)
+  : kind_(kind), slot_bytes_(slot_bytes), slot_count_(slots), measure_(measure_stalls), busy_(slots, none),
+    written_(kind), d2h_done_(kind), h2d_done_(kind), layers_(steps), checkpoints_(steps), d2h_(kind), h2d_(kind)
 {
-  TAPEFLOW_EXPECTS(layer_bytes > 0 && layers > 0, "the host tier needs at least one layer");
-  TAPEFLOW_EXPECTS(slots >= 1 && distance < slots, "the host tier's prefetch distance must be below its ring size");
-  host_.reserve(layers);
-  for (std::size_t i = 0; i < layers; ++i) { host_.emplace_back(kind, layer_bytes); }
+  TAPEFLOW_EXPECTS(slot_bytes > 0 && steps > 0 && slots > 0,
+                   "the host tier needs a layer size, steps and at least one device slot");
   for (std::size_t k = 0; k < slots; ++k) {
     slot_free_.emplace_back(kind);
     slot_ready_.emplace_back(kind);
-    written_.emplace_back(kind);
-  }
-  if (measure_) {
-    for (std::size_t i = 0; i < 2 * layers; ++i) {
-      forward_marks_.emplace_back(kind);
-      reverse_marks_.emplace_back(kind);
-    }
   }
 }
 
 host_tier::~host_tier() { abandon(); }
 
-void host_tier::begin_forward(stream_view compute)
+pinned_buffer host_tier::take(std::size_t bytes)
 {
-  TAPEFLOW_EXPECTS(!active_, "the host tier's ring is already in use");
-  if (ring_.empty()) {
-    ring_.reserve(slots_);
-    for (std::size_t k = 0; k < slots_; ++k) { ring_.emplace_back(kind_, layer_bytes_, compute); }
+  auto it = pool_.find(bytes);
+  pinned_buffer buffer;
+  if (it != pool_.end()) {
+    buffer = std::move(it->second);
+    pool_.erase(it);
   } else {
-    // The ring stays from the last gradient: this forward writes it after that reverse's reads
-    // and both copy streams are done with it (recorded by end_reverse; free on the same stream).
-    reads_done_.wait(compute);
-    copies_done_.wait(compute);
-    offloaded_.wait(compute);
+    try {
+      buffer = pinned_buffer(kind_, bytes);
+    } catch (out_of_memory const&) {
+      allocation_failed_ = true;
+      throw;
+    }
   }
-  for (std::size_t k = 0; k < slots_; ++k) { slot_free_[k].record(compute); }
-  active_ = true;
-  forward_stall_ms_ = 0;
+  held_bytes_ += bytes;
+  peak_bytes_ = std::max(peak_bytes_, held_bytes_);
+  return buffer;
 }
 
-void* host_tier::begin_write(std::size_t i, stream_view compute)
+void host_tier::give_back(pinned_buffer buffer)
 {
-  std::size_t const k = i % slots_;
-  if (measure_) { forward_marks_[2 * i].record(compute); }
-  slot_free_[k].wait(compute);  // the D2H copy of layer i - K is done with the slot
-  if (measure_) { forward_marks_[2 * i + 1].record(compute); }
-  return ring_[k].data();
+  std::size_t const bytes = buffer.size();
+  held_bytes_ -= bytes;
+  pool_.emplace(bytes, std::move(buffer));
 }
 
-void host_tier::fill_slot(std::size_t i, unsigned char value, stream_view compute)
+void host_tier::ensure_slots(stream_view compute)
 {
-  ring_[i % slots_].fill(value, compute);
+  if (!slots_.empty()) { return; }
+  slots_.reserve(slot_count_);
+  for (std::size_t k = 0; k < slot_count_; ++k) {
+    slots_.emplace_back(kind_, slot_bytes_, compute);
+    slot_free_[k].record(compute);
+    busy_[k] = none;
+  }
 }
 
-void host_tier::end_write(std::size_t i, stream_view compute)
+std::size_t host_tier::free_slot() const noexcept
+{
+  for (std::size_t i = 0; i < slot_count_; ++i) {
+    std::size_t const k = (next_slot_ + i) % slot_count_;
+    if (busy_[k] == none) { return k; }
+  }
+  return none;
+}
+
+std::size_t host_tier::occupy(std::size_t step)
+{
+  std::size_t const k = free_slot();
+  if (k == none) { return none; }
+  next_slot_ = (k + 1) % slot_count_;
+  busy_[k] = step;
+  layers_[step].slot = k;
+  return k;
+}
+
+void host_tier::wait_timed(event const& e, stream_view compute)
+{
+  if (!measure_) {
+    e.wait(compute);
+    return;
+  }
+  while (marks_.size() < used_marks_ + 2) { marks_.emplace_back(kind_); }  // the first gradient's
+  marks_[used_marks_].record(compute);
+  e.wait(compute);
+  marks_[used_marks_ + 1].record(compute);
+  used_marks_ += 2;
+}
+
+void host_tier::begin(stream_view)
+{
+  prefetches_ = 0;
+  used_marks_ = 0;
+  stall_ms_ = 0;
+}
+
+void* host_tier::begin_write(std::size_t step, std::size_t bytes, stream_view compute)
+{
+  TAPEFLOW_EXPECTS(step < layers_.size() && bytes <= slot_bytes_ && layers_[step].bytes == 0,
+                   "a host layer is written once, and fits a slot");
+  ensure_slots(compute);
+  kept& l = layers_[step];
+  std::size_t const k = occupy(step);
+  TAPEFLOW_EXPECTS(k != none, "every host-tier slot is in use: a layer is written while prefetches are queued");
+  try {
+    l.host = take(bytes);
+  } catch (...) {
+    busy_[k] = none;
+    l.slot = none;
+    throw;
+  }
+  l.bytes = bytes;
+  if (!l.landed) { l.landed = std::make_unique<event>(kind_); }
+  wait_timed(slot_free_[k], compute);  // the slot's previous user (a D2H copy K layers back) is done
+  return slots_[k].data();
+}
+
+void host_tier::fill_slot(std::size_t step, unsigned char value, stream_view compute)
+{
+  slots_[layers_[step].slot].fill(value, compute);
+}
+
+void host_tier::end_write(std::size_t step, stream_view compute)
 {
   TAPEFLOW_NVTX_RANGE("tapeflow::host_tier::offload");
-  std::size_t const k = i % slots_;
-  written_[k].record(compute);
-  written_[k].wait(d2h_.view());
-  copy_to_host_async(host_[i], ring_[k], layer_bytes_, d2h_.view());
+  kept& l = layers_[step];
+  std::size_t const k = l.slot;
+  written_.record(compute);
+  written_.wait(d2h_.view());
+  copy_to_host_async(l.host, slots_[k], l.bytes, d2h_.view());
   slot_free_[k].record(d2h_.view());
+  l.landed->record(d2h_.view());
+  busy_[k] = none;
+  l.slot = none;
 }
 
-void host_tier::issue_prefetches(std::size_t up_to)
+bool host_tier::prefetch(std::size_t step)
 {
-  for (; issued_ < layers_ && issued_ <= up_to; ++issued_) {
-    TAPEFLOW_NVTX_RANGE("tapeflow::host_tier::prefetch");
-    std::size_t const j = issued_;
-    std::size_t const k = j % slots_;
-    slot_free_[k].wait(h2d_.view());  // the reverse of j - K (or the forward's copy) released it
-    copy_to_device_async(ring_[k], host_[read_order(j)], layer_bytes_, h2d_.view());
-    slot_ready_[k].record(h2d_.view());
-    ++prefetches_;
+  kept& l = layers_[step];
+  TAPEFLOW_EXPECTS(l.bytes != 0, "a host layer is prefetched after it was written");
+  if (l.slot != none) { return true; }
+  std::size_t const k = occupy(step);
+  if (k == none) { return false; }
+  TAPEFLOW_NVTX_RANGE("tapeflow::host_tier::prefetch");
+  slot_free_[k].wait(h2d_.view());  // the slot's previous user is done
+  l.landed->wait(h2d_.view());      // the pinned copy is complete
+  copy_to_device_async(slots_[k], l.host, l.bytes, h2d_.view());
+  slot_ready_[k].record(h2d_.view());
+  ++prefetches_;
+  ++queued_;
+  return true;
+}
+
+void const* host_tier::begin_read(std::size_t step, stream_view compute)
+{
+  TAPEFLOW_EXPECTS(prefetch(step), "every host-tier slot is in use: a layer is read beyond the prefetch distance");
+  --queued_;
+  std::size_t const k = layers_[step].slot;
+  wait_timed(slot_ready_[k], compute);
+  return slots_[k].data();
+}
+
+void host_tier::end_read(std::size_t step, stream_view compute)
+{
+  kept& l = layers_[step];
+  std::size_t const k = l.slot;
+  slot_free_[k].record(compute);
+  busy_[k] = none;
+  l.slot = none;
+  l.bytes = 0;
+  // The compute stream waited for the H2D copy: the pinned copy's next user (ordered after the
+  // compute stream's later work) cannot overtake it.
+  give_back(std::move(l.host));
+}
+
+void host_tier::store(std::size_t step, device_buffer const& state, stream_view compute)
+{
+  TAPEFLOW_EXPECTS(checkpoints_[step].size() == 0, "a host checkpoint of this step is already held");
+  checkpoints_[step] = take(state.size());
+  copy_to_host_async(checkpoints_[step], state, state.size(), compute);
+}
+
+void host_tier::restore(std::size_t step, device_buffer& state, stream_view compute)
+{
+  TAPEFLOW_EXPECTS(checkpoints_[step].size() == state.size(), "no host checkpoint of this step");
+  copy_to_device_async(state, checkpoints_[step], state.size(), compute);
+}
+
+void host_tier::release(std::size_t step)
+{
+  TAPEFLOW_EXPECTS(checkpoints_[step].size() != 0, "no host checkpoint of this step");
+  give_back(std::move(checkpoints_[step]));
+  checkpoints_[step] = pinned_buffer{};
+}
+
+void host_tier::end(stream_view compute)
+{
+  if (!slots_.empty()) {
+    // The slots are kept for the next gradient (which then allocates nothing): the compute
+    // stream's later work (the next forward's writes into them, or their free with the chain)
+    // is ordered after both copy streams.
+    d2h_done_.record(d2h_.view());
+    d2h_done_.wait(compute);
+    h2d_done_.record(h2d_.view());
+    h2d_done_.wait(compute);
   }
-}
-
-void host_tier::begin_reverse(stream_view)
-{
-  TAPEFLOW_EXPECTS(active_ && ring_.size() == slots_, "the host tier's reverse needs its forward first");
-  // A prefetch reads a layer's pinned copy: every D2H copy of the forward must have landed.
-  // (Waiting on each ring slot's last user is not enough: the last layers written are still
-  // being copied out of slots that no prefetch reuses first.)
-  offloaded_.record(d2h_.view());
-  offloaded_.wait(h2d_.view());
-  issued_ = 0;
-  prefetches_ = 0;
-  reverse_stall_ms_ = 0;
-  if (distance_ > 0) { issue_prefetches(distance_ - 1); }
-}
-
-void const* host_tier::begin_read(std::size_t i, stream_view compute)
-{
-  std::size_t const j = read_order(i);
-  issue_prefetches(j + distance_);
-  std::size_t const k = j % slots_;
-  if (measure_) { reverse_marks_[2 * j].record(compute); }
-  slot_ready_[k].wait(compute);
-  if (measure_) { reverse_marks_[2 * j + 1].record(compute); }
-  return ring_[k].data();
-}
-
-void host_tier::end_read(std::size_t i, stream_view compute)
-{
-  slot_free_[read_order(i) % slots_].record(compute);
-}
-
-double host_tier::collect(std::vector<event>& marks) const
-{
-  double total = 0;
-  for (std::size_t p = 0; p + 1 < marks.size(); p += 2) {
-    total += static_cast<double>(elapsed_ms(marks[p], marks[p + 1]));
-  }
-  return total;
-}
-
-void host_tier::end_reverse(stream_view compute)
-{
-  // Every prefetch was waited for by a read, and every D2H copy by the prefetches (offloaded_).
-  // The ring stays for the next forward (begin_forward waits for these events); the stream it
-  // was allocated on, which frees it when the chain goes, is ordered after the last read and
-  // both copy streams by the same events: the host does not wait (unless stalls are measured).
-  stream_view const owner = ring_.front().stream();
-  reads_done_.record(compute);
-  reads_done_.wait(owner);
-  copies_done_.record(h2d_.view());
-  copies_done_.wait(owner);
-  offloaded_.record(d2h_.view());
-  offloaded_.wait(owner);
-  if (measure_) {
+  if (measure_ && used_marks_ > 0) {
     tapeflow::synchronize(kind_, compute);
-    forward_stall_ms_ = collect(forward_marks_);
-    reverse_stall_ms_ = collect(reverse_marks_);
+    for (std::size_t p = 0; p + 1 < used_marks_; p += 2) {
+      stall_ms_ += static_cast<double>(elapsed_ms(marks_[p], marks_[p + 1]));
+    }
   }
-  active_ = false;
 }
 
 void host_tier::abandon() noexcept
@@ -151,9 +224,19 @@ void host_tier::abandon() noexcept
     h2d_.synchronize();
   } catch (...) {  // the original failure is what the caller sees
   }
-  ring_.clear();
-  active_ = false;
-  issued_ = 0;
+  slots_.clear();
+  std::fill(busy_.begin(), busy_.end(), none);
+  for (kept& l : layers_) {
+    if (l.bytes != 0) { give_back(std::move(l.host)); }
+    l.bytes = 0;
+    l.slot = none;
+  }
+  for (pinned_buffer& c : checkpoints_) {
+    if (c.size() != 0) { give_back(std::move(c)); }
+    c = pinned_buffer{};
+  }
+  queued_ = 0;
+  used_marks_ = 0;
 }
 
 }  // namespace tapeflow::detail

@@ -313,6 +313,29 @@ TEST(NvtxTiers, OffloadedLayersOpenOffloadAndPrefetchRanges)
   EXPECT_EQ(prefetches, host);
   EXPECT_EQ(prefetches, r.chain.prefetches);
   EXPECT_EQ(pops, steps - host);
+
+  // Ahead of use: before the k-th host layer's reverse begins, the prefetches of that layer and
+  // of the next distance - 1 are already queued (at the start of the reverse, or inside the
+  // reverse of an earlier host layer). A chain that prefetched each layer only when it reads it
+  // would open its prefetch inside that layer's own reverse.
+  std::size_t const distance = r.chain.tiers.prefetch_distance;
+  ASSERT_GE(distance, 1u);
+  std::size_t issued = 0;
+  std::size_t host_reversed = 0;
+  std::size_t t = steps;
+  for (range const& c : reverse->children) {
+    if (c.name == "tapeflow::host_tier::prefetch") {
+      ++issued;
+      continue;
+    }
+    --t;
+    if (tiers[t] == tier::host) {
+      ++host_reversed;
+      EXPECT_GE(issued, std::min(host_reversed + distance - 1, host)) << "step " << t;
+    }
+    issued += children_named(c, "tapeflow::host_tier::prefetch").size();
+  }
+  EXPECT_EQ(t, 0u);
 }
 
 TEST(NvtxTiers, RecomputedLayersAreTapedOneAtATimeBeforeTheirReverse)

@@ -6,6 +6,7 @@
 #include <tapeflow/error.hpp>
 #include <tapeflow/revolve.hpp>
 #include <tapeflow/schedule.hpp>
+#include <tapeflow/tiers.hpp>
 
 #include <gtest/gtest.h>
 
@@ -150,22 +151,75 @@ TEST(MixedSchedule, OptimalAgainstExhaustiveSearch)
   EXPECT_GT(infeasible, 10);
 }
 
+/// Revolve's setting: l steps of which only the untaped ones cost (1 each), room for s device
+/// checkpoints of a 10-byte state, no kept layers and no host.
+schedule_model revolve_model(std::size_t l, std::size_t s)
+{
+  schedule_model m;
+  m.steps.assign(l, step_cost{1.0, 0.0, 0.0, 1000});
+  m.state_bytes = 10;
+  m.device_bytes = 10 * s;
+  m.device_layers = m.host_layers = false;
+  m.checkpoints[1] = false;
+  return m;
+}
+
 TEST(MixedSchedule, RevolveIsTheCaseWithDeviceCheckpointsOnly)
 {
   // Untaped steps only cost: the optimum is Revolve's t(l, s), s counting the initial state.
   for (std::size_t l = 1; l <= 60; ++l) {
     for (std::size_t s = 1; s <= 7; ++s) {
-      schedule_model m;
-      m.steps.assign(l, step_cost{1.0, 0.0, 0.0, 1000});
-      m.state_bytes = 10;
-      m.device_bytes = 10 * s;
-      m.device_layers = m.host_layers = false;
-      m.checkpoints[1] = false;
+      schedule_model const m = revolve_model(l, s);
       schedule const sched = optimal_schedule(m);
       EXPECT_DOUBLE_EQ(sched.predicted_ms, double(revolve_forward_steps(l, s))) << "l " << l << ", s " << s;
       EXPECT_DOUBLE_EQ(evaluate_schedule(m, sched.actions, sched.unit_bytes), sched.predicted_ms);
     }
   }
+}
+
+// The chain runs every policy as a schedule (chain_actions): Revolve's, with its slots renamed
+// by step, replays as a valid schedule of the class at exactly Revolve's cost within s
+// checkpoints; a tier split keeps each layer where its tier says and reverses them last-first.
+TEST(ChainActions, RevolveAndTierSplitsAreValidSchedules)
+{
+  for (std::size_t l = 1; l <= 40; ++l) {
+    for (std::size_t s = 1; s <= 6; ++s) {
+      schedule_model const m = revolve_model(l, s);
+      tier_plan plan;
+      plan.policy = tape_policy::recompute;
+      plan.tiers.assign(l, tier::recompute);
+      plan.snapshots = s;
+      std::vector<schedule_action> const actions = chain_actions(plan, l);
+      EXPECT_DOUBLE_EQ(evaluate_schedule(m, actions, 10), double(revolve_forward_steps(l, s))) << "l " << l << ", s " << s;
+    }
+  }
+  std::mt19937 rng(testing::UnitTest::GetInstance()->random_seed());
+  for (std::size_t l = 1; l <= 30; ++l) {
+    schedule_model m;
+    m.steps.assign(l, step_cost{1.0, 2.0, 3.0, 100});
+    m.state_bytes = 10;
+    m.device_bytes = m.host_bytes = 100 * l;
+    m.checkpoints[0] = m.checkpoints[1] = false;
+    tier_plan plan;
+    plan.policy = tape_policy::offload;
+    for (std::size_t t = 0; t < l; ++t) { plan.tiers.push_back(rng() % 2 == 0 ? tier::host : tier::device); }
+    std::vector<schedule_action> const actions = chain_actions(plan, l);
+    ASSERT_EQ(actions.size(), 2 * l);
+    EXPECT_DOUBLE_EQ(evaluate_schedule(m, actions, 10), 5.0 * double(l)) << "l " << l;
+    for (std::size_t t = 0; t < l; ++t) {
+      level const where = plan.tiers[t] == tier::host ? level::host : level::device;
+      EXPECT_EQ(actions[t].kind, action_kind::taped);
+      EXPECT_EQ(actions[t].where, where);
+      EXPECT_EQ(actions[2 * l - 1 - t].kind, action_kind::reverse);
+      EXPECT_EQ(actions[2 * l - 1 - t].step, t);
+    }
+  }
+  tier_plan bad;
+  bad.policy = tape_policy::store;
+  bad.tiers.assign(3, tier::device);
+  EXPECT_THROW(static_cast<void>(chain_actions(bad, 4)), logic_error);
+  bad.tiers[1] = tier::recompute;
+  EXPECT_THROW(static_cast<void>(chain_actions(bad, 3)), logic_error);
 }
 
 TEST(MixedSchedule, MixesDeviceHostAndRecomputeForUnequalSteps)

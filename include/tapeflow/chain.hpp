@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// The host scheduler for a chain of differentiated steps. The forward runs every step and keeps
-// each step's layer in the tier the planner chose; the reverse visits the layers last-first and
-// hands each to the step's staged reverse kernel:
+// The host scheduler for a chain of differentiated steps. Every policy is one schedule of actions
+// (tapeflow/schedule.hpp; tiers.hpp's chain_actions turns a tier plan into one), run by one
+// executor: untaped advances, taped forwards whose layer is kept on the device or the host,
+// checkpoints of the state on either level, and reverses last-first, each handing its layer to
+// the step's staged reverse kernel:
 //   device     pushed on the tape in the forward, popped in the reverse;
 //   host       written into a ring slot, copied out on a D2H stream, prefetched back on an H2D
-//              stream `prefetch_distance` layers ahead (detail/host_tier.hpp);
-//   recompute  a Revolve schedule: snapshots of the state, untaped advances, each layer taped
-//              just before its reverse.
-// Tape memory (layers, ring slots, snapshots, scratch, the parameter adjoint) is allocated by the
-// first forward and reverse and kept until the chain goes: later iterations allocate nothing.
-// Policy `auto` resolves to `mixed` when the tape does not fit the device: the chain then runs
-// the optimiser's schedule (tapeflow/schedule.hpp), which mixes all three per step and keeps
-// its checkpoints on the device or the host (detail/mixed_host.hpp).
+//              stream up to `prefetch_distance` layers ahead of its reverse (detail/host_tier.hpp);
+//   recompute  taped just before its reverse, from a checkpoint and untaped advances (Revolve's
+//              schedule under `recompute`, the optimiser's under `mixed`).
+// Tape memory (layers, ring slots, checkpoints, scratch, the parameter adjoint) is allocated by
+// the first forward and reverse and kept until the chain goes: later iterations allocate nothing.
+// Policy `auto` resolves to `mixed` when the tape does not fit the device: the optimiser's
+// schedule mixes all three per step.
 #pragma once
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/detail/host_tier.hpp>
-#include <tapeflow/detail/mixed_host.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/nvtx.hpp>
@@ -24,7 +24,6 @@
 #include <tapeflow/policy.hpp>
 #include <tapeflow/program.hpp>
 #include <tapeflow/record.hpp>
-#include <tapeflow/revolve.hpp>
 #include <tapeflow/schedule.hpp>
 #include <tapeflow/step.hpp>
 #include <tapeflow/stream.hpp>
@@ -166,9 +165,7 @@ class chain {
     TAPEFLOW_EXPECTS(!options_.capture_reverse || stats_.policy == tape_policy::store,
                      "capture_reverse needs every layer on the device (policy store); the plan chose '" +
                        std::string{to_string(stats_.policy)} + "'");
-    if (stats_.policy == tape_policy::recompute && !runs_schedule()) {
-      schedule_ = revolve_schedule(steps_, stats_.tiers.snapshots);
-    }
+    set_actions();
   }
 
   // Steps and captured programs refer to the chain's buffers by address: a chain stays put.
@@ -201,32 +198,19 @@ class chain {
     check_state(state, "state");
     stream_view const s = compute_stream(stream);
     follow_last_call(s);
-    prepare_tiers();
     timer t{*this, s, stats_.forward_ms};
-    peak_ = 0;
-    recompute_events_.clear();
-    stats_.recompute_steps = 0;
-    stats_.recompute_ms = 0;
-    stats_.stall_ms = 0;
-    stats_.prefetches = 0;
     try {
-      if (runs_schedule()) {
-        try {
-          mixed_forward(state, s);
-        } catch (out_of_memory const& failure) {
-          // Pinned memory could not be had: plan without host memory and run again (`state`
-          // is only written at the end of a forward, so it still holds the initial state).
-          if (!mixed_host_ || !mixed_host_->allocation_failed()) { throw; }
-          abandon(s);
-          replan_without_host(failure);
-          peak_ = 0;
-          stats_.recompute_steps = 0;
-          mixed_forward(state, s);
-        }
-      } else if (stats_.policy == tape_policy::recompute) {
-        recompute_forward(state, s);
-      } else {
-        tiered_forward(state, s);
+      try {
+        start_forward();
+        run_forward(state, s);
+      } catch (out_of_memory const& failure) {
+        // Pinned memory could not be had: plan without host memory and run again (`state` is
+        // only written at the end of a forward, so it still holds the initial state).
+        if (!host_ || !host_->allocation_failed()) { throw; }
+        abandon(s);
+        replan_without_host(failure);
+        start_forward();
+        run_forward(state, s);
       }
     } catch (...) {
       abandon(s);  // `state` is left unspecified; the chain is ready for a new forward
@@ -252,12 +236,8 @@ class chain {
         zero_parameter_adjoint(s);
         if (options_.capture_reverse) {
           captured_reverse(adjoint, s);
-        } else if (runs_schedule()) {
-          mixed_reverse(adjoint, s);
-        } else if (stats_.policy == tape_policy::recompute) {
-          recompute_reverse(adjoint, s);
         } else {
-          tiered_reverse(adjoint, s);
+          run_reverse(adjoint, s);
         }
       } catch (...) {
         abandon(s);  // the tape is gone: the next forward starts afresh
@@ -270,80 +250,224 @@ class chain {
   }
 
  private:
-  // ---- device and host tiers -------------------------------------------------------------
-  // The steps ping-pong between the caller's buffer and the chain's scratch through pointers, and
-  // a result that ends in the scratch is copied back: the caller's buffer is never swapped into
-  // the chain, whose scratch is freed on the chain's stream (a swapped-in caller buffer would be
-  // freed while the caller's stream may still use it, and the caller would be left holding memory
-  // freed in the chain's stream order). The copy is one state per pass, where steps are odd.
-  void tiered_forward(device_buffer& state, stream_view s)
+  // ---- the executor: one schedule of actions for every policy (tiers.hpp's chain_actions) ----
+  // forward() runs the actions up to the first reverse (the taped run of the last step, whose
+  // output is the final state); reverse() runs the rest.
+  //
+  // The working state ping-pongs between two buffers through pointers (cur_, spare_). In the
+  // forward they are the caller's `state` and the chain's scratch, and a result that ends in the
+  // scratch is copied back; where the schedule keeps anything on the host, the forward works on
+  // the chain's own copy of `state` instead, so that a forward planned again (pinned memory could
+  // not be had) starts over from the caller's initial state. The reverse's recomputation works on
+  // the chain's buffers. The adjoints ping-pong the same way between the caller's buffer and a
+  // scratch. The caller's buffers are never swapped into the chain, whose buffers are freed on
+  // the chain's stream (a swapped-in caller buffer would be freed while the caller's stream may
+  // still use it).
+  void run_forward(device_buffer& state, stream_view s)
   {
-    device_buffer scratch = pool_.take(state.size(), s);
-    device_buffer* in = &state;
-    device_buffer* out = &scratch;
-    std::size_t offloaded = 0;
-    if (host_) { host_->begin_forward(s); }
-    if (options_.capture_reverse && arena_.empty()) {
-      // The resident tape: one buffer per layer, allocated once, reused by every iteration.
-      arena_.reserve(steps_);
-      for (std::size_t t = 0; t < steps_; ++t) { arena_.emplace_back(options_.kind, stats_.layer_bytes, s); }
-      for (device_buffer& a : adjoints_) { a = device_buffer(options_.kind, state.size(), s); }
+    std::size_t const bytes = state.size();
+    release_checkpoints();
+    checkpoints_.resize(steps_);
+    if (!host_ && (stats_.tiers.count(tier::host) > 0 || stats_.tiers.mixed.checkpoints[1] > 0)) {
+      host_ = std::make_unique<detail::host_tier>(options_.kind, stats_.layer_bytes, steps_,
+                                                  std::max<std::size_t>(1, stats_.tiers.ring_slots),
+                                                  options_.measure_time);
     }
-    if (options_.capture_reverse) { peak_ = steps_ * stats_.layer_bytes; }
-    for (std::size_t t = 0; t < steps_; ++t) {
-      TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
-      poison(*out, s);
-      if (options_.capture_reverse) {
-        if (options_.poison) { arena_[t].fill(0xFF, s); }
-        step_.augmented_forward(t, in->data_as<value_type>(), out->data_as<value_type>(),
-                                tape_writer<record_type>{arena_[t].data_as<record_type>(), plan_of(t).layout()}, s);
-      } else if (stats_.tiers.tiers[t] == tier::host) {
-        auto* slot = static_cast<record_type*>(host_->begin_write(offloaded, s));
-        track_peak();
-        if (options_.poison) { host_->fill_slot(offloaded, 0xFF, s); }
-        step_.augmented_forward(t, in->data_as<value_type>(), out->data_as<value_type>(),
-                                tape_writer<record_type>{slot, plan_of(t).layout()}, s);
-        host_->end_write(offloaded++, s);
-      } else {
-        taped_on_device(t, in->data_as<value_type>(), out->data_as<value_type>(), s);
+    if (host_) { host_->begin(s); }
+    // Kept from the last gradient (freed only by abandon() and the chain's destructor).
+    bool const keep_initial = host_ != nullptr;
+    if (!scratch_) { scratch_.emplace(options_.kind, bytes, s); }
+    if (!work_ && (keep_initial || reverse_recomputes_)) { work_.emplace(options_.kind, bytes, s); }
+    if (options_.capture_reverse) {
+      if (arena_.empty()) {
+        // The resident tape: one buffer per layer, allocated once, reused by every iteration.
+        arena_.reserve(steps_);
+        for (std::size_t t = 0; t < steps_; ++t) { arena_.emplace_back(options_.kind, stats_.layer_bytes, s); }
+        for (device_buffer& a : adjoints_) { a = device_buffer(options_.kind, state.size(), s); }
       }
-      std::swap(in, out);
-      report(chain_phase::forward, t + 1);
+      peak_ = steps_ * stats_.layer_bytes;
     }
-    if (in != &state) { state.copy_from(*in, s); }
-    pool_.give(std::move(scratch));
+    track_peak();
+    if (keep_initial) { work_->copy_from(state, s); }
+    cur_ = keep_initial ? &*work_ : &state;
+    spare_ = &*scratch_;
+    next_action_ = 0;
+    lookahead_ = 0;
+    while (actions_[next_action_].kind != action_kind::reverse) { run_action(actions_[next_action_++], s); }
+    if (cur_ != &state) { state.copy_from(*cur_, s); }
+    // What the reverse recomputes starts from a restore into the chain's working state.
+    cur_ = work_ ? &*work_ : nullptr;
+    spare_ = work_ ? &*scratch_ : nullptr;
   }
 
-  void tiered_reverse(device_buffer& adjoint, stream_view s)
+  void run_reverse(device_buffer& adjoint, stream_view s)
   {
     device_buffer scratch = pool_.take(adjoint.size(), s);
     device_buffer* in = &adjoint;
     device_buffer* out = &scratch;
-    std::size_t offloaded = stats_.tiers.count(tier::host);
-    if (host_) { host_->begin_reverse(s); }
-    for (std::size_t t = steps_; t-- > 0;) {
+    prefetch_ahead(next_action_);
+    for (; next_action_ < actions_.size(); ++next_action_) {
+      schedule_action const& a = actions_[next_action_];
+      if (a.kind != action_kind::reverse) {
+        run_action(a, s);
+        prefetch_ahead(next_action_ + 1);  // a host layer written here may have held the lookahead back
+        continue;
+      }
       TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
       poison(*out, s);
-      if (stats_.tiers.tiers[t] == tier::host) {
-        --offloaded;
-        auto const* slot = static_cast<record_type const*>(host_->begin_read(offloaded, s));
-        reverse_step(t, tape_reader<record_type>{slot, plan_of(t).layout()}, in->data_as<value_type>(),
+      if (a.where == level::host) {
+        auto const* slot = static_cast<record_type const*>(host_->begin_read(a.step, s));
+        prefetch_ahead(next_action_ + 1);
+        reverse_step(a.step, tape_reader<record_type>{slot, plan_of(a.step).layout()}, in->data_as<value_type>(),
                      out->data_as<value_type>(), s);
-        host_->end_read(offloaded, s);
+        host_->end_read(a.step, s);
       } else {
-        reverse_step(t, tape_.top().template reader<record_type>(), in->data_as<value_type>(),
+        reverse_step(a.step, tape_.top().template reader<record_type>(), in->data_as<value_type>(),
                      out->data_as<value_type>(), s);
         tape_.pop();
       }
       std::swap(in, out);
-      report(chain_phase::reverse, steps_ - t);
+      report(chain_phase::reverse, steps_ - a.step);
     }
     if (in != &adjoint) { adjoint.copy_from(*in, s); }
     if (host_) {
-      host_->end_reverse(s);
+      host_->end(s);
       stats_.prefetches = host_->prefetches();
+      stats_.host_tape_bytes = host_->peak_host_bytes();
+      stats_.stall_ms = host_->stall_ms();
     }
     pool_.give(std::move(scratch));
+    release_checkpoints();
+  }
+
+  void run_action(schedule_action const& a, stream_view s)
+  {
+    switch (a.kind) {
+      case action_kind::advance:
+        advance_untaped(a.step, a.to, s);
+        report_forward(a.to);
+        break;
+      case action_kind::taped: {
+        TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
+        poison(*spare_, s);
+        value_type const* in = cur_->data_as<value_type>();
+        value_type* out = spare_->data_as<value_type>();
+        if (options_.capture_reverse) {
+          if (options_.poison) { arena_[a.step].fill(0xFF, s); }
+          step_.augmented_forward(a.step, in, out,
+                                  tape_writer<record_type>{arena_[a.step].data_as<record_type>(), plan_of(a.step).layout()}, s);
+        } else if (a.kept && a.where == level::host) {
+          std::size_t const bytes = plan_of(a.step).records * sizeof(record_type);
+          auto* slot = static_cast<record_type*>(host_->begin_write(a.step, bytes, s));
+          track_peak();
+          if (options_.poison) { host_->fill_slot(a.step, 0xFF, s); }
+          step_.augmented_forward(a.step, in, out, tape_writer<record_type>{slot, plan_of(a.step).layout()}, s);
+          host_->end_write(a.step, s);
+        } else {
+          taped_on_device(a.step, in, out, s);
+        }
+        std::swap(cur_, spare_);
+        report_forward(a.step + 1);
+        break;
+      }
+      case action_kind::store:
+        if (a.where == level::host) {
+          host_->store(a.step, *cur_, s);
+        } else {
+          TAPEFLOW_EXPECTS(checkpoints_[a.step].size() == 0, "a device checkpoint of this step is already held");
+          checkpoints_[a.step] = pool_.take(cur_->size(), s);
+          checkpoint_bytes_ += cur_->size();
+          track_peak();
+          checkpoints_[a.step].copy_from(*cur_, s);
+        }
+        break;
+      case action_kind::restore:
+        if (a.where == level::host) {
+          host_->restore(a.step, *cur_, s);
+        } else {
+          cur_->copy_from(checkpoints_[a.step], s);
+        }
+        break;
+      case action_kind::release:
+        if (a.where == level::host) {
+          host_->release(a.step);
+        } else {
+          pool_.give(std::move(checkpoints_[a.step]));
+          checkpoints_[a.step] = device_buffer{};
+          checkpoint_bytes_ -= state_bytes();
+        }
+        break;
+      case action_kind::reverse: break;  // run_reverse's
+    }
+  }
+
+  /// Step t's augmented forward from `in` to `out`, its layer pushed on the device tape.
+  void taped_on_device(std::size_t t, value_type const* in, value_type* out, stream_view s)
+  {
+    layer& l = tape_.push<record_type>(plan_of(t).records, plan_of(t).tile_records, s);
+    track_peak();
+    if (options_.poison) { l.fill(0xFF, s); }
+    step_.augmented_forward(t, in, out, l.writer<record_type>(), s);
+    l.commit();
+  }
+
+  /// Untaped steps from..to-1 on the working state (recomputation), timed under measure_time.
+  void advance_untaped(std::size_t from, std::size_t to, stream_view s)
+  {
+    TAPEFLOW_NVTX_RANGE("tapeflow::recompute");
+    event* begin = mark(s);
+    for (std::size_t t = from; t < to; ++t) {
+      poison(*spare_, s);
+      step_.forward(t, cur_->data_as<value_type>(), spare_->data_as<value_type>(), s);
+      std::swap(cur_, spare_);
+    }
+    event* end = mark(s);
+    if (begin != nullptr) { recompute_events_.emplace_back(begin, end); }
+    stats_.recompute_steps += to - from;
+  }
+
+  /// Queues the prefetches of the next host layers to be reversed, up to the plan's prefetch
+  /// distance ahead, stopping at a host layer written before its reverse (its slot is needed for
+  /// that write first). A cursor keeps the scan linear over the whole reverse.
+  void prefetch_ahead(std::size_t from)
+  {
+    std::size_t const distance = stats_.tiers.prefetch_distance;
+    if (!host_ || distance == 0) { return; }
+    std::size_t i = std::max(from, lookahead_);
+    for (; i < actions_.size() && host_->queued() < distance; ++i) {
+      schedule_action const& a = actions_[i];
+      if (a.kind == action_kind::taped && a.kept && a.where == level::host) { break; }
+      if (a.kind == action_kind::reverse && a.where == level::host && !host_->prefetch(a.step)) { break; }
+    }
+    lookahead_ = i;
+  }
+
+  /// The schedule for the current plan.
+  void set_actions()
+  {
+    actions_ = chain_actions(stats_.tiers, steps_);
+    auto const first_reverse = std::find_if(actions_.begin(), actions_.end(),
+                                            [](schedule_action const& a) { return a.kind == action_kind::reverse; });
+    reverse_recomputes_ = std::any_of(first_reverse, actions_.end(),
+                                      [](schedule_action const& a) { return a.kind != action_kind::reverse; });
+  }
+
+  /// Gives every device checkpoint back to the pool.
+  void release_checkpoints()
+  {
+    for (device_buffer& c : checkpoints_) {
+      if (c.size() > 0) { pool_.give(std::move(c)); }
+    }
+    checkpoints_.clear();
+    checkpoint_bytes_ = 0;
+  }
+
+  /// Forward progress: the steps the forward sweep has reached (reported while forward() runs).
+  void report_forward(std::size_t reached)
+  {
+    if (pending_ || reached <= forward_reported_) { return; }
+    forward_reported_ = reached;
+    report(chain_phase::forward, reached);
   }
 
   // ---- the resident tape, reversed by a captured program ------------------------------------
@@ -367,233 +491,6 @@ class chain {
     stats_.graph_captured = program_->captured();
     report(chain_phase::reverse, steps_);
   }
-
-  // ---- recompute tier (Revolve) ------------------------------------------------------------
-  void recompute_forward(device_buffer& state, stream_view s)
-  {
-    std::size_t const bytes = state.size();
-    // Kept from the last gradient (freed only by abandon() and the chain's destructor).
-    if (!work_) { work_.emplace(options_.kind, bytes, s); }
-    if (!scratch_) { scratch_.emplace(options_.kind, bytes, s); }
-    if (snapshots_.size() != stats_.tiers.snapshots) {
-      snapshots_.clear();
-      for (std::size_t k = 0; k < stats_.tiers.snapshots; ++k) { snapshots_.emplace_back(options_.kind, bytes, s); }
-    }
-    track_peak();
-    work_->copy_from(state, s);
-    next_action_ = 0;
-    // Run the schedule up to its first reverse: the taped run of the last step, whose output is
-    // the final state.
-    while (schedule_[next_action_].op != revolve_op::reverse) { run_action(schedule_[next_action_++], s); }
-    state.copy_from(*work_, s);
-  }
-
-  void recompute_reverse(device_buffer& adjoint, stream_view s)
-  {
-    device_buffer scratch = pool_.take(adjoint.size(), s);
-    device_buffer* in = &adjoint;
-    device_buffer* out = &scratch;
-    for (; next_action_ < schedule_.size(); ++next_action_) {
-      revolve_action const& a = schedule_[next_action_];
-      if (a.op != revolve_op::reverse) {
-        run_action(a, s);
-        continue;
-      }
-      TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
-      poison(*out, s);
-      reverse_step(a.from, tape_.top().template reader<record_type>(), in->data_as<value_type>(),
-                   out->data_as<value_type>(), s);
-      tape_.pop();
-      std::swap(in, out);
-      report(chain_phase::reverse, steps_ - a.from);
-    }
-    if (in != &adjoint) { adjoint.copy_from(*in, s); }
-    pool_.give(std::move(scratch));
-  }
-
-  /// Step t's augmented forward from `in` to `out`, its layer pushed on the device tape.
-  void taped_on_device(std::size_t t, value_type const* in, value_type* out, stream_view s)
-  {
-    layer& l = tape_.push<record_type>(plan_of(t).records, plan_of(t).tile_records, s);
-    track_peak();
-    if (options_.poison) { l.fill(0xFF, s); }
-    step_.augmented_forward(t, in, out, l.writer<record_type>(), s);
-    l.commit();
-  }
-
-  /// Untaped steps from..to-1 on the working state (recomputation), timed under measure_time.
-  void advance_untaped(std::size_t from, std::size_t to, stream_view s)
-  {
-    TAPEFLOW_NVTX_RANGE("tapeflow::recompute");
-    event* begin = mark(s);
-    for (std::size_t t = from; t < to; ++t) {
-      poison(*scratch_, s);
-      step_.forward(t, work_->data_as<value_type>(), scratch_->data_as<value_type>(), s);
-      std::swap(*work_, *scratch_);
-    }
-    event* end = mark(s);
-    if (begin != nullptr) { recompute_events_.emplace_back(begin, end); }
-    stats_.recompute_steps += to - from;
-  }
-
-  void run_action(revolve_action const& a, stream_view s)
-  {
-    switch (a.op) {
-      case revolve_op::store: snapshots_[a.slot].copy_from(*work_, s); break;
-      case revolve_op::restore: work_->copy_from(snapshots_[a.slot], s); break;
-      case revolve_op::release: break;  // slots are reused by later stores
-      case revolve_op::advance: advance_untaped(a.from, a.to, s); break;
-      case revolve_op::taped: {
-        TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
-        poison(*scratch_, s);
-        taped_on_device(a.from, work_->data_as<value_type>(), scratch_->data_as<value_type>(), s);
-        std::swap(*work_, *scratch_);
-        if (!pending_ && a.from + 1 == steps_) { report(chain_phase::forward, steps_); }
-        break;
-      }
-      case revolve_op::reverse: break;  // handled by recompute_reverse
-    }
-  }
-
-  // ---- the mixed schedule (tapeflow/schedule.hpp) -----------------------------------------
-  void mixed_forward(device_buffer& state, stream_view s)
-  {
-    std::size_t const bytes = state.size();
-    // Kept from the last gradient, like Revolve's; device checkpoints come from the pool.
-    if (!work_) { work_.emplace(options_.kind, bytes, s); }
-    if (!scratch_) { scratch_.emplace(options_.kind, bytes, s); }
-    release_checkpoints();
-    checkpoints_.resize(steps_);
-    if (!mixed_host_ && (stats_.tiers.count(tier::host) > 0 || stats_.tiers.mixed.checkpoints[1] > 0)) {
-      mixed_host_ = std::make_unique<detail::mixed_host>(options_.kind, stats_.layer_bytes, steps_);
-    }
-    track_peak();
-    work_->copy_from(state, s);
-    next_action_ = 0;
-    std::vector<schedule_action> const& actions = stats_.tiers.mixed.actions;
-    // Up to its first reverse: the taped run of the last step, whose output is the final state.
-    while (actions[next_action_].kind != action_kind::reverse) { run_mixed(actions[next_action_++], s); }
-    state.copy_from(*work_, s);
-  }
-
-  void mixed_reverse(device_buffer& adjoint, stream_view s)
-  {
-    // The steps ping-pong between the caller's buffer and the chain's scratch through pointers;
-    // the caller's buffer is never swapped into the chain (a result left in the scratch is copied
-    // back).
-    device_buffer scratch = pool_.take(adjoint.size(), s);
-    device_buffer* in = &adjoint;
-    device_buffer* out = &scratch;
-    std::vector<schedule_action> const& actions = stats_.tiers.mixed.actions;
-    for (; next_action_ < actions.size(); ++next_action_) {
-      schedule_action const& a = actions[next_action_];
-      if (a.kind != action_kind::reverse) {
-        run_mixed(a, s);
-        continue;
-      }
-      TAPEFLOW_NVTX_RANGE("tapeflow::layer::reverse");
-      poison(*out, s);
-      if (a.where == level::host) {
-        auto const* slot = static_cast<record_type const*>(mixed_host_->begin_read(a.step, s));
-        prefetch_next_host_layer(next_action_ + 1);
-        reverse_step(a.step, tape_reader<record_type>{slot, plan_of(a.step).layout()}, in->data_as<value_type>(),
-                     out->data_as<value_type>(), s);
-        mixed_host_->end_read(a.step, s);
-      } else {
-        reverse_step(a.step, tape_.top().template reader<record_type>(), in->data_as<value_type>(),
-                     out->data_as<value_type>(), s);
-        tape_.pop();
-      }
-      std::swap(in, out);
-      report(chain_phase::reverse, steps_ - a.step);
-    }
-    if (in != &adjoint) { adjoint.copy_from(*in, s); }
-    if (mixed_host_) {
-      mixed_host_->end(s);
-      stats_.prefetches = mixed_host_->prefetches();
-      stats_.host_tape_bytes = mixed_host_->peak_host_bytes();
-    }
-    pool_.give(std::move(scratch));
-    release_checkpoints();
-  }
-
-  /// Gives every device checkpoint back to the pool.
-  void release_checkpoints()
-  {
-    for (device_buffer& c : checkpoints_) {
-      if (c.size() > 0) { pool_.give(std::move(c)); }
-    }
-    checkpoints_.clear();
-    checkpoint_bytes_ = 0;
-  }
-
-  /// Queues the copy back of the next host layer to be reversed, unless a host layer is written
-  /// before its reverse (then its slot is still needed for that write).
-  void prefetch_next_host_layer(std::size_t from)
-  {
-    std::vector<schedule_action> const& actions = stats_.tiers.mixed.actions;
-    for (std::size_t i = from; i < actions.size(); ++i) {
-      schedule_action const& a = actions[i];
-      if (a.kind == action_kind::taped && a.kept && a.where == level::host) { return; }
-      if (a.kind == action_kind::reverse && a.where == level::host) {
-        mixed_host_->prefetch(a.step);
-        return;
-      }
-    }
-  }
-
-  void run_mixed(schedule_action const& a, stream_view s)
-  {
-    switch (a.kind) {
-      case action_kind::advance: advance_untaped(a.step, a.to, s); break;
-      case action_kind::taped: {
-        TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
-        poison(*scratch_, s);
-        if (a.kept && a.where == level::host) {
-          std::size_t const bytes = plan_of(a.step).records * sizeof(record_type);
-          auto* slot = static_cast<record_type*>(mixed_host_->begin_write(a.step, bytes, s));
-          track_peak();
-          if (options_.poison) { mixed_host_->fill_slot(a.step, 0xFF, s); }
-          step_.augmented_forward(a.step, work_->data_as<value_type>(), scratch_->data_as<value_type>(),
-                                  tape_writer<record_type>{slot, plan_of(a.step).layout()}, s);
-          mixed_host_->end_write(a.step, s);
-        } else {
-          taped_on_device(a.step, work_->data_as<value_type>(), scratch_->data_as<value_type>(), s);
-        }
-        std::swap(*work_, *scratch_);
-        if (!pending_ && a.step + 1 == steps_) { report(chain_phase::forward, steps_); }
-        break;
-      }
-      case action_kind::store:
-        if (a.where == level::host) {
-          mixed_host_->store(a.step, *work_, s);
-        } else {
-          checkpoints_[a.step] = pool_.take(work_->size(), s);
-          checkpoint_bytes_ += work_->size();
-          track_peak();
-          checkpoints_[a.step].copy_from(*work_, s);
-        }
-        break;
-      case action_kind::restore:
-        if (a.where == level::host) {
-          mixed_host_->restore(a.step, *work_, s);
-        } else {
-          work_->copy_from(checkpoints_[a.step], s);
-        }
-        break;
-      case action_kind::release:
-        if (a.where == level::host) {
-          mixed_host_->release(a.step);
-        } else {
-          pool_.give(std::move(checkpoints_[a.step]));
-          checkpoints_[a.step] = device_buffer{};
-          checkpoint_bytes_ -= work_->size();
-        }
-        break;
-      case action_kind::reverse: break;  // handled by mixed_reverse
-    }
-  }
-
   /// Times step 0's untaped forward, taped forward and reverse on a zero state (options.measure_steps).
   std::vector<step_cost> measure_step_costs()
   {
@@ -649,9 +546,17 @@ class chain {
     return stats_.step_plans.empty() ? stats_.plan : stats_.step_plans[t];
   }
 
-  /// The chain runs the optimiser's schedule (auto's mixed plans; forced recompute over unequal
-  /// layers) rather than a tier split or a Revolve schedule.
-  [[nodiscard]] bool runs_schedule() const noexcept { return !stats_.tiers.mixed.actions.empty(); }
+  /// Resets the counts a forward starts from.
+  void start_forward()
+  {
+    peak_ = 0;
+    forward_reported_ = 0;
+    recompute_events_.clear();
+    stats_.recompute_steps = 0;
+    stats_.recompute_ms = 0;
+    stats_.stall_ms = 0;
+    stats_.prefetches = 0;
+  }
 
   /// Records each step writes: one count, or one per step (Step::records_per_step(step)).
   [[nodiscard]] std::vector<std::size_t> records_per_step() const
@@ -708,47 +613,30 @@ class chain {
     return options_.kind == backend::cpu ? stream_view{} : requested;
   }
 
-  /// Builds the host tier on first use. When its pinned memory cannot be had, falls back to
-  /// recomputation if that fits the device budget; otherwise the allocation error propagates.
-  void prepare_tiers()
-  {
-    if (stats_.policy == tape_policy::mixed || stats_.tiers.count(tier::host) == 0 || host_) { return; }
-    try {
-      host_ = std::make_unique<detail::host_tier>(options_.kind, stats_.layer_bytes, stats_.tiers.count(tier::host),
-                                                  stats_.tiers.ring_slots, stats_.tiers.prefetch_distance,
-                                                  options_.measure_time);
-      stats_.host_tape_bytes = host_->host_bytes();
-    } catch (out_of_memory const& failure) {
-      chain_options fallback = options_;
-      fallback.policy = tape_policy::recompute;
-      chain_stats replanned;
-      try {
-        replanned = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), fallback, steps_);
-      } catch (budget_error const&) {
-        throw failure;
-      }
-      replanned.fallback = std::string{"host tier unavailable ("} + failure.what() + "); recomputing instead";
-      stats_ = std::move(replanned);
-      schedule_ = revolve_schedule(steps_, stats_.tiers.snapshots);
-    }
-  }
-
-  /// After pinned memory failed in a mixed schedule: a plan with no host memory, or the failure
-  /// itself when none fits the device budget.
+  /// After pinned memory could not be had: forced `offload` recomputes instead; other plans are
+  /// made again without host memory. The failure itself propagates when nothing fits the device
+  /// budget.
   void replan_without_host(out_of_memory const& failure)
   {
     chain_options fallback = options_;
-    fallback.host_tier_on_cpu = false;
-    fallback.host_budget_bytes = 1;  // no layer or checkpoint fits: device and recomputation only
+    bool const offloading = stats_.policy == tape_policy::offload;
+    if (offloading) {
+      fallback.policy = tape_policy::recompute;
+    } else {
+      fallback.host_tier_on_cpu = false;
+      fallback.host_budget_bytes = 1;  // no layer or checkpoint fits: device and recomputation only
+    }
     chain_stats replanned;
     try {
       replanned = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), fallback, steps_);
     } catch (budget_error const&) {
       throw failure;
     }
-    replanned.fallback = std::string{"pinned memory unavailable ("} + failure.what() + "); planned without it";
+    replanned.fallback = std::string{offloading ? "host tier unavailable (" : "pinned memory unavailable ("} +
+                         failure.what() + (offloading ? "); recomputing instead" : "); planned without it");
     stats_ = std::move(replanned);
-    mixed_host_.reset();
+    set_actions();
+    host_.reset();
   }
 
   /// Releases everything a failed forward or reverse held; the chain can run again.
@@ -760,12 +648,11 @@ class chain {
     }
     while (!tape_.empty()) { tape_.pop(); }
     if (host_) { host_->abandon(); }
-    if (mixed_host_) { mixed_host_->abandon(); }
     checkpoints_.clear();
     checkpoint_bytes_ = 0;
-    snapshots_.clear();
     work_.reset();
     scratch_.reset();
+    cur_ = spare_ = nullptr;
     marks_.clear();
     recompute_events_.clear();
     pending_ = false;
@@ -773,8 +660,7 @@ class chain {
 
   void track_peak() noexcept
   {
-    std::size_t now = tape_.bytes() + (host_ ? host_->ring_bytes() : 0) + snapshots_.size() * state_bytes() +
-                      checkpoint_bytes_ + (mixed_host_ ? mixed_host_->ring_bytes() : 0);
+    std::size_t const now = tape_.bytes() + (host_ ? host_->ring_bytes() : 0) + checkpoint_bytes_;
     peak_ = std::max(peak_, now);
   }
 
@@ -788,7 +674,6 @@ class chain {
 
   void collect_times()
   {
-    if (host_) { stats_.stall_ms = host_->forward_stall_ms() + host_->reverse_stall_ms(); }
     for (auto const& [begin, end] : recompute_events_) {
       stats_.recompute_ms += static_cast<double>(elapsed_ms(*begin, *end));
     }
@@ -849,18 +734,20 @@ class chain {
   chain_stats stats_{};
   bool pending_{false};
   std::size_t peak_{0};
-  // host tier
-  std::unique_ptr<detail::host_tier> host_;
-  // recompute tier
-  std::vector<revolve_action> schedule_;
+  // the schedule: its actions, the next one to run, and the host lookahead's cursor
+  std::vector<schedule_action> actions_;
   std::size_t next_action_{0};
+  std::size_t lookahead_{0};
+  std::size_t forward_reported_{0};
+  // the working state and its scratch; device checkpoints by step; the host tier
   std::optional<device_buffer> work_;
   std::optional<device_buffer> scratch_;
-  std::vector<device_buffer> snapshots_;
-  // mixed schedule: device checkpoints by step, and the host side
+  device_buffer* cur_{nullptr};    // the working state: work_, scratch_ or (in a forward) the caller's
+  device_buffer* spare_{nullptr};  // where the next step writes
+  bool reverse_recomputes_{false};  // the schedule runs steps (or restores) after its first reverse
   std::vector<device_buffer> checkpoints_;
   std::size_t checkpoint_bytes_{0};
-  std::unique_ptr<detail::mixed_host> mixed_host_;
+  std::unique_ptr<detail::host_tier> host_;
   // capture_reverse: the resident tape and adjoints, and the program that reverses them
   std::vector<device_buffer> arena_;
   device_buffer adjoints_[2];

@@ -94,6 +94,13 @@ struct tier_plan {
 /// budget below `min_device_bytes`), logic_error for an empty or malformed request.
 [[nodiscard]] tier_plan plan_tiers(tier_request const& request);
 
+/// The schedule a chain runs for `plan` (tapeflow/schedule.hpp's actions; one executor runs
+/// every policy): the optimiser's for `mixed` (and recompute over unequal layers); Revolve's for
+/// `recompute`, its snapshot slots named by the step whose state they hold; and for `store` and
+/// `offload`, every step taped in order with its layer kept on the device or the host, then
+/// reversed last-first. Throws logic_error when the plan does not describe `steps` steps.
+[[nodiscard]] std::vector<schedule_action> chain_actions(tier_plan const& plan, std::size_t steps);
+
 /// DTR-style greedy eviction for layers of unequal size and cost: the layers are pushed in order;
 /// whenever the resident ones exceed `device_budget`, the resident layer with the lowest
 /// forward_ms / (tape_bytes * staleness) is evicted (staleness: layers pushed since it was).

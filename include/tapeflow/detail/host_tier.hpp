@@ -1,30 +1,40 @@
 // SPDX-License-Identifier: Apache-2.0
-// The host tier's machinery for one chain: pinned host copies of the offloaded layers, a bounded
-// ring of device slots, a D2H and an H2D copy stream, and the events that order copies with
-// compute without device-wide synchronisation. Everything is allocated once and kept for the
-// chain's lifetime (the ring from the first forward on).
+// The host tier of one chain: layers kept in pinned host memory, checkpoints of the state on the
+// host, a ring of device slots the layers pass through, a D2H and an H2D copy stream, and the
+// events that order every slot's users without device-wide synchronisation. Every schedule the
+// chain runs uses it (a tier split's offloaded layers, the mixed schedule's host layers and host
+// checkpoints).
 //
-// Forward: layer i is written into slot i % K once that slot's previous D2H copy is done; when
-// the compute stream has written it, the D2H stream copies it out. Reverse: layers come back in
-// the opposite order (j = 0 is the last layer written); prefetch j goes into slot j % K once
-// the reverse of j - K released it and every D2H copy of the forward has landed, `distance`
-// layers ahead of the one being reversed.
+// Layers. A layer kept on the host is written into a free slot (round robin, so K slots form a
+// ring: the compute stream waits only for the D2H copy of the layer written K layers earlier);
+// once the compute stream has written it, the D2H stream copies it into pinned memory and frees
+// the slot. Layers come back in the order the schedule reverses them: the chain asks for each
+// prefetch ahead of its read (up to `distance` layers ahead, chain.hpp), and the H2D stream copies
+// it into a free slot once its pinned copy has landed and the slot's last user is done, so it
+// lands while the compute stream runs the steps in between. The host never waits except on the
+// CPU backend, whose default stream runs inline.
+//
+// Checkpoints are copied to and from pinned memory on the compute stream.
+//
+// Pinned buffers are pooled by size and the slots are kept for the owner's lifetime, so a chain
+// run again and again allocates nothing after its first gradient.
 #pragma once
 
 #include <tapeflow/memory.hpp>
 #include <tapeflow/stream.hpp>
 
 #include <cstddef>
+#include <map>
+#include <memory>
 #include <vector>
 
 namespace tapeflow::detail {
 
 class host_tier {
  public:
-  /// `layers` offloaded layers of `layer_bytes`, cycling through `slots` device buffers with
-  /// `distance` (< slots) prefetches in flight. Host memory is allocated once and kept.
-  host_tier(backend kind, std::size_t layer_bytes, std::size_t layers, std::size_t slots, std::size_t distance,
-            bool measure_stalls);
+  /// Layers of up to `slot_bytes` of a chain of `steps` steps, passing through `slots` (>= 1)
+  /// device slots. `measure_stalls`: time the compute stream's waits (stall_ms()).
+  host_tier(backend kind, std::size_t slot_bytes, std::size_t steps, std::size_t slots, bool measure_stalls);
   host_tier(host_tier const&) = delete;
   host_tier& operator=(host_tier const&) = delete;
   host_tier(host_tier&&) = delete;
@@ -32,66 +42,89 @@ class host_tier {
   /// Waits for the copy streams before anything they use goes.
   ~host_tier();
 
-  /// Allocates the ring (the first time; later forwards reuse it); the forward writes layers
-  /// 0, 1, ... in order.
-  void begin_forward(stream_view compute);
-  /// The slot layer `i` is written into (the compute stream first waits until it is free).
-  [[nodiscard]] void* begin_write(std::size_t i, stream_view compute);
-  /// Sets every byte of layer `i`'s slot (tests poison it before the forward writes it).
-  void fill_slot(std::size_t i, unsigned char value, stream_view compute);
-  /// Queues the copy of layer `i` to the host behind the compute stream's writes.
-  void end_write(std::size_t i, stream_view compute);
+  /// The device slot the layer of `step` (`bytes` long) is written into; the compute stream
+  /// first waits until the slot is free. Allocates its pinned copy (out_of_memory when it cannot).
+  [[nodiscard]] void* begin_write(std::size_t step, std::size_t bytes, stream_view compute);
+  void fill_slot(std::size_t step, unsigned char value, stream_view compute);
+  /// Queues the D2H copy of the slot behind the compute stream's writes; frees the slot.
+  void end_write(std::size_t step, stream_view compute);
+  /// Queues the H2D copy of `step`'s layer into a free slot. True when it is queued (now or
+  /// before); false when every slot is in use (the caller prefetches it later).
+  bool prefetch(std::size_t step);
+  /// The slot holding `step`'s layer (prefetched now if it was not); the compute stream first
+  /// waits for it to land.
+  [[nodiscard]] void const* begin_read(std::size_t step, stream_view compute);
+  /// The compute stream is done with the slot; its pinned copy goes back to the pool.
+  void end_read(std::size_t step, stream_view compute);
+  /// Prefetched layers not read yet.
+  [[nodiscard]] std::size_t queued() const noexcept { return queued_; }
 
-  /// Queues the first prefetches; the reverse then reads layers n-1, n-2, ... in order.
-  void begin_reverse(stream_view compute);
-  /// The slot holding layer `i` (the compute stream first waits for its prefetch).
-  [[nodiscard]] void const* begin_read(std::size_t i, stream_view compute);
-  /// Releases layer `i`'s slot to the next prefetch.
-  void end_read(std::size_t i, stream_view compute);
-  /// Ends the reverse; the ring is kept for the next forward, which is ordered after the last
-  /// read and both copy streams (no host wait).
-  void end_reverse(stream_view compute);
+  /// Checkpoints of the state, copied on the compute stream.
+  void store(std::size_t step, device_buffer const& state, stream_view compute);
+  void restore(std::size_t step, device_buffer& state, stream_view compute);
+  void release(std::size_t step);
 
-  /// After a failure: waits for the copy streams and frees the ring. Never throws.
+  /// Starts a gradient's counts (prefetches, stalls).
+  void begin(stream_view compute);
+  /// After the reverse: orders the compute stream after both copy streams (the slots are kept
+  /// for the next gradient, freed by abandon() and the destructor) and, when stalls are measured,
+  /// waits for the compute stream and sums them.
+  void end(stream_view compute);
+  /// After a failure: waits for the copy streams and drops what is held. Never throws.
   void abandon() noexcept;
 
-  [[nodiscard]] std::size_t ring_bytes() const noexcept { return ring_.size() * layer_bytes_; }
-  [[nodiscard]] std::size_t host_bytes() const noexcept { return host_.size() * layer_bytes_; }
-  [[nodiscard]] std::size_t slots() const noexcept { return slots_; }
-  [[nodiscard]] std::size_t distance() const noexcept { return distance_; }
-  /// Milliseconds the compute stream waited on the ring (forward) and on prefetches (reverse),
-  /// summed over the last forward/reverse; needs measure_stalls and a completed reverse.
-  [[nodiscard]] double forward_stall_ms() const noexcept { return forward_stall_ms_; }
-  [[nodiscard]] double reverse_stall_ms() const noexcept { return reverse_stall_ms_; }
-  /// Layers copied back in the last reverse.
+  [[nodiscard]] std::size_t slots() const noexcept { return slot_count_; }
+  /// Device bytes of the slots allocated so far.
+  [[nodiscard]] std::size_t ring_bytes() const noexcept { return slots_.size() * slot_bytes_; }
+  /// Pinned bytes held by layers and checkpoints now, and the most held so far.
+  [[nodiscard]] std::size_t host_bytes() const noexcept { return held_bytes_; }
+  [[nodiscard]] std::size_t peak_host_bytes() const noexcept { return peak_bytes_; }
+  /// Layers copied back in the last gradient.
   [[nodiscard]] std::size_t prefetches() const noexcept { return prefetches_; }
+  /// Milliseconds the compute stream waited for a free slot (forward) or a prefetch (reverse)
+  /// in the last gradient; needs measure_stalls and end().
+  [[nodiscard]] double stall_ms() const noexcept { return stall_ms_; }
+  /// Whether pinned memory could not be had (the chain then plans without host memory).
+  [[nodiscard]] bool allocation_failed() const noexcept { return allocation_failed_; }
 
  private:
-  [[nodiscard]] std::size_t read_order(std::size_t i) const noexcept { return layers_ - 1 - i; }
-  void issue_prefetches(std::size_t up_to);
-  double collect(std::vector<event>& marks) const;
+  static constexpr std::size_t none = static_cast<std::size_t>(-1);
+  struct kept {
+    pinned_buffer host;
+    std::size_t bytes{0};
+    std::size_t slot{none};         ///< the slot it is written into or prefetched into
+    std::unique_ptr<event> landed;  ///< its D2H copy is done
+  };
+  pinned_buffer take(std::size_t bytes);
+  void give_back(pinned_buffer buffer);
+  void ensure_slots(stream_view compute);
+  [[nodiscard]] std::size_t free_slot() const noexcept;  ///< none when all are in use
+  std::size_t occupy(std::size_t step);
+  void wait_timed(event const& e, stream_view compute);
 
   backend kind_;
-  std::size_t layer_bytes_;
-  std::size_t layers_;
-  std::size_t slots_;
-  std::size_t distance_;
+  std::size_t slot_bytes_;
+  std::size_t slot_count_;
   bool measure_;
-  std::vector<pinned_buffer> host_;
-  std::vector<device_buffer> ring_;
-  event offloaded_;                // every D2H copy of the forward has landed
-  event reads_done_;               // the reverse read its last layer
-  event copies_done_;              // the last prefetch has landed
-  std::vector<event> slot_free_;   // the slot's previous content is no longer needed
-  std::vector<event> slot_ready_;  // the slot holds the layer the compute stream wants
-  std::vector<event> written_;     // the compute stream finished writing the slot
-  std::vector<event> forward_marks_;  // pairs around each forward wait (measure only)
-  std::vector<event> reverse_marks_;  // pairs around each reverse wait (measure only)
-  bool active_{false};             // between begin_forward and end_reverse
-  std::size_t issued_{0};          // prefetches queued in this reverse
+  std::vector<device_buffer> slots_;
+  std::vector<event> slot_free_;   // the slot's last user is done with it
+  std::vector<event> slot_ready_;  // the slot holds the prefetched layer
+  std::vector<std::size_t> busy_;  // the step whose layer a slot holds (written or prefetched), none
+  event written_;
+  event d2h_done_;                 // end(): the copy streams' last work, which the compute stream follows
+  event h2d_done_;
+  std::vector<kept> layers_;       // per step
+  std::vector<pinned_buffer> checkpoints_;  // per step
+  std::multimap<std::size_t, pinned_buffer> pool_;
+  std::vector<event> marks_;       // pairs around the compute stream's waits (measure only)
+  std::size_t used_marks_{0};
+  std::size_t held_bytes_{0};
+  std::size_t peak_bytes_{0};
   std::size_t prefetches_{0};
-  double forward_stall_ms_{0};
-  double reverse_stall_ms_{0};
+  std::size_t queued_{0};
+  std::size_t next_slot_{0};
+  double stall_ms_{0};
+  bool allocation_failed_{false};
   // Declared last, destroyed first: work queued on them uses the buffers and events above.
   stream d2h_;
   stream h2d_;

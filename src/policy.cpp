@@ -139,6 +139,7 @@ chain_stats plan_chain(std::size_t record_bytes, std::vector<std::size_t> const&
   }
   stats.tiers = plan_tiers(tiers);
   stats.policy = stats.tiers.policy;
+  stats.step_costs = measured;
   stats.host_tape_bytes = stats.tiers.host_bytes;
   return stats;
 }

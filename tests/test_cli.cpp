@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -153,6 +154,46 @@ TEST_F(Cli, PlanJsonPrintsTheScheduleAndRunJsonTheMeasuredTimeBesideThePredictio
   EXPECT_NE(output_.find("\"device_stores\": 1"), std::string::npos) << output_;
 }
 
+/// The number after the first `"key": ` in `json`.
+double number_after(std::string const& json, std::string const& key)
+{
+  std::size_t const at = json.find("\"" + key + "\": ");
+  if (at == std::string::npos) { return -1; }
+  return std::strtod(json.c_str() + at + key.size() + 4, nullptr);
+}
+
+TEST_F(Cli, MeasuredStepCostsReachThePlanner)
+{
+  // 20 steps that do not fit: every step is taped and reversed once, and some are recomputed, so
+  // the prediction is at least 20 x (taped forward + reverse) of whatever costs the plan is given.
+  std::string const problem = "allen-cahn --n 64 --steps 20 --backend cpu --budget 40K";
+  ASSERT_EQ(run("plan " + problem + " --step-costs 1,2,3 --json -"), 0) << output_;
+  EXPECT_NE(output_.find("\"step_costs\": {\"forward_ms\": 1, \"aug_forward_ms\": 2, \"reverse_ms\": 3}"),
+            std::string::npos)
+    << output_;
+  double const given = number_after(output_, "predicted_ms");
+  EXPECT_GE(given, 20 * (2.0 + 3.0)) << output_;
+  ASSERT_EQ(run("plan " + problem + " --step-costs 10,20,30 --json -"), 0) << output_;
+  EXPECT_GE(number_after(output_, "predicted_ms"), 9.9 * given) << output_;
+  // Without them the plan is estimated from the traffic: no step_costs in the JSON.
+  ASSERT_EQ(run("plan " + problem + " --json -"), 0) << output_;
+  EXPECT_EQ(output_.find("\"step_costs\""), std::string::npos) << output_;
+
+  // run --measure-steps times the step and plans with what it measured.
+  write("u0.bin", testing::random_state<float>(64 * 64, testing::fresh_seed()));
+  ASSERT_EQ(run("run " + problem + " --measure-steps --input " + path("u0.bin") + " --grad-out " + path("g.bin") +
+                " --json " + path("stats.json")),
+            0)
+    << output_;
+  std::ifstream stats_file(path("stats.json"));
+  std::string const stats((std::istreambuf_iterator<char>(stats_file)), std::istreambuf_iterator<char>());
+  std::size_t const costs = stats.find("\"step_costs\": {");
+  ASSERT_NE(costs, std::string::npos) << stats;
+  for (char const* key : {"forward_ms", "aug_forward_ms", "reverse_ms"}) {
+    EXPECT_GT(number_after(stats.substr(costs), key), 0.0) << key << " in " << stats;
+  }
+}
+
 TEST_F(Cli, BadUsageAndInputExitWithStatus2)
 {
   write("u0.bin", std::vector<float>(16, 0.25f));
@@ -193,6 +234,11 @@ TEST_F(Cli, BadUsageAndInputExitWithStatus2)
      "cannot open output"},
     {"init allen-cahn --n 0 --out " + path("x.bin"), "between 1"},
     {"info --verbose", "takes no options"},
+    {ok + " --step-costs 1,2", "--step-costs must be three positive numbers"},
+    {ok + " --step-costs 1,x,3", "--step-costs must be three positive numbers"},
+    {ok + " --step-costs 0,1,1", "--step-costs must be three positive numbers"},
+    {ok + " --step-costs 1,2,3,4", "--step-costs must be three positive numbers"},
+    {"plan allen-cahn --n 4 --steps 3 --measure-steps", "--measure-steps"},
   };
   for (bad_case const& c : cases) {
     EXPECT_EQ(run(c.args), 2) << c.args << "\n" << output_;

@@ -2,7 +2,6 @@
 #include "common.hpp"
 
 #include <tapeflow/policy.hpp>
-#include <tapeflow/revolve.hpp>
 #include <tapeflow/schedule.hpp>
 #include <tapeflow/tiers.hpp>
 
@@ -46,7 +45,16 @@ std::vector<flag_spec> const chain_flags{
   {"budget", "BYTES", "device bytes the tape may occupy (K, M, G suffixes; default: no limit)", false},
   {"host-budget", "BYTES", "pinned host bytes the host tier may occupy (default: no limit)", false},
   {"capture-reverse", "", "keep the tape resident and replay the reverse as one graph (store policy)", false},
+  {"step-costs", "F,A,R",
+   "one step's measured milliseconds for the planner: untaped forward, taped forward, reverse "
+   "(default: estimated from the step's memory traffic)",
+   false},
 };
+
+flag_spec const measure_steps_flag{"measure-steps", "",
+                                   "time one step (untaped, taped, reverse) before planning a tape that does not fit, "
+                                   "and plan with that",
+                                   false};
 
 std::vector<flag_spec> const pipeline_flags{
   {"tile-records", "K", "records per tile (default: planned)", false},
@@ -60,8 +68,8 @@ std::set<std::string> const& common_names()
 {
   static std::set<std::string> const names{
     "out",    "input",   "grad-out",   "backend",     "dtype",        "seed",   "json",    "no-progress", "policy",
-    "budget", "host-budget", "capture-reverse", "tile-records", "stages", "staging", "bulk-copy", "warmup",
-    "repeats"};
+    "budget", "host-budget", "capture-reverse", "step-costs", "measure-steps", "tile-records", "stages", "staging",
+    "bulk-copy", "warmup", "repeats"};
   return names;
 }
 
@@ -94,6 +102,7 @@ std::vector<flag_spec> flags_for(workload const& w, command cmd)
       all.push_back(dtype);
       all.push_back(backend_flag);
       if (w.chain) { append(all, chain_flags); }
+      if (w.chain && cmd != command::plan) { all.push_back(measure_steps_flag); }
       if (w.pipeline) { append(all, pipeline_flags); }
       append(all, w.options);
       if (cmd == command::run) {
@@ -186,6 +195,28 @@ double real_of(parsed_args const& args, std::string const& name, double fallback
 
 std::uint64_t seed_of(parsed_args const& args) { return args.size("seed", 1); }
 
+step_cost step_cost_of(std::string const& text)
+{
+  double ms[3] = {0, 0, 0};
+  std::size_t at = 0;
+  for (int k = 0; k < 3; ++k) {
+    std::size_t const comma = k < 2 ? text.find(',', at) : text.size();
+    std::string const part = comma == std::string::npos ? std::string{} : text.substr(at, comma - at);
+    char* end = nullptr;
+    ms[k] = std::strtod(part.c_str(), &end);
+    if (part.empty() || end != part.c_str() + part.size() || !std::isfinite(ms[k]) || ms[k] <= 0) {
+      throw usage_error("--step-costs must be three positive numbers of milliseconds, F,A,R (untaped forward, taped "
+                        "forward, reverse), got '" + text + "'");
+    }
+    at = comma + 1;
+  }
+  step_cost c;
+  c.forward_ms = ms[0];
+  c.aug_forward_ms = ms[1];
+  c.reverse_ms = ms[2];
+  return c;
+}
+
 backend backend_of(parsed_args const& args)
 {
   std::string const name = args.text("backend", "auto");
@@ -230,6 +261,8 @@ void read_run_options(parsed_args const& args, workload const& w, workloads::run
   o.budget_bytes = args.size("budget", 0, true);
   o.host_budget_bytes = args.size("host-budget", 0, true);
   o.capture_reverse = args.has("capture-reverse");
+  if (args.has("step-costs")) { o.step_costs = {step_cost_of(args.text("step-costs"))}; }
+  o.measure_steps = args.has("measure-steps");
 }
 
 void bench_counts(parsed_args const& args, int& warmup, int& repeats)
@@ -349,6 +382,13 @@ json_object chain_plan_json(chain_stats const& c)
     .add("planned_device_bytes", c.tiers.device_bytes)
     .add("estimated_overhead_ms", c.tiers.overhead_ms)
     .add("predicted_ms", c.tiers.predicted_ms);
+  // The costs the plan rests on when they were given or measured (absent: estimated).
+  if (!c.step_costs.empty()) {
+    step_cost const& s = c.step_costs.front();
+    json_object costs;
+    costs.add("forward_ms", s.forward_ms).add("aug_forward_ms", s.aug_forward_ms).add("reverse_ms", s.reverse_ms);
+    plan.add("step_costs", costs);
+  }
   return plan;
 }
 
@@ -360,25 +400,15 @@ json_object schedule_json(chain_stats const& c)
   std::vector<std::size_t> restores[2] = {std::vector<std::size_t>(n, 0), std::vector<std::size_t>(n, 0)};
   std::vector<std::size_t> recomputed(n, 0);
   std::vector<std::string> actions;
-  if (!c.tiers.mixed.actions.empty()) {
-    for (schedule_action const& a : c.tiers.mixed.actions) {
-      int const k = static_cast<int>(a.where);
-      if (a.kind == action_kind::store) { ++stores[k][a.step]; }
-      if (a.kind == action_kind::restore) { ++restores[k][a.step]; }
-      actions.push_back(tapeflow::to_string(a));
+  // The schedule the chain runs, whatever the policy.
+  for (schedule_action const& a : chain_actions(c.tiers, n)) {
+    int const k = static_cast<int>(a.where);
+    if (a.kind == action_kind::store) { ++stores[k][a.step]; }
+    if (a.kind == action_kind::restore) { ++restores[k][a.step]; }
+    if (a.kind == action_kind::advance) {
+      for (std::size_t t = a.step; t < a.to; ++t) { ++recomputed[t]; }
     }
-    recomputed = c.tiers.mixed.recomputed;
-  } else if (c.policy == tape_policy::recompute && c.tiers.snapshots > 0) {
-    for (revolve_action const& a : revolve_schedule(n, c.tiers.snapshots)) {
-      if (a.op == revolve_op::store) { ++stores[0][a.from]; }
-      if (a.op == revolve_op::restore) { ++restores[0][a.from]; }
-      if (a.op == revolve_op::advance) {
-        for (std::size_t t = a.from; t < a.to; ++t) { ++recomputed[t]; }
-      }
-      actions.push_back(tapeflow::to_string(a));
-    }
-  } else if (c.policy == tape_policy::recompute) {
-    for (std::size_t t = 0; t < n; ++t) { recomputed[t] = c.tiers.tiers[t] == tier::recompute ? 1 : 0; }
+    actions.push_back(tapeflow::to_string(a));
   }
   std::vector<json_object> steps;
   for (std::size_t t = 0; t < n; ++t) {

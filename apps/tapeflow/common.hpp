@@ -74,6 +74,8 @@ struct workload {
                                    std::size_t fallback = 0);
 /// A real-valued flag (finite).
 [[nodiscard]] double real_of(parsed_args const& args, std::string const& name, double fallback);
+/// --step-costs F,A,R: one step's untaped forward, taped forward and reverse, in milliseconds.
+[[nodiscard]] step_cost step_cost_of(std::string const& text);
 /// --seed (default 1).
 [[nodiscard]] std::uint64_t seed_of(parsed_args const& args);
 /// --backend: auto picks a GPU when one is present; an unavailable backend is unavailable_error.
@@ -81,7 +83,7 @@ struct workload {
 /// --tile-records, --stages, --staging, --bulk-copy.
 [[nodiscard]] pipeline_request pipeline_of(parsed_args const& args);
 /// The chain options of a run_options workload: backend, tiling and, when `w.chain`, --policy,
-/// --budget, --host-budget, --capture-reverse.
+/// --budget, --host-budget, --capture-reverse, --step-costs, --measure-steps.
 void read_run_options(parsed_args const& args, workload const& w, workloads::run_options& o);
 /// --warmup (default 2) and --repeats (default 10).
 void bench_counts(parsed_args const& args, int& warmup, int& repeats);

@@ -103,6 +103,9 @@ struct chain_stats {
   double stall_ms{0};                      ///< compute waiting on the ring or on prefetches
   double recompute_ms{0};                  ///< time of the untaped forward steps
   std::string fallback;                    ///< why the tiers changed at run time (empty: they did not)
+  /// The step costs the planner used, given (chain_options::step_costs) or measured
+  /// (measure_steps); empty: estimated from each step's traffic.
+  std::vector<step_cost> step_costs;
   std::size_t program_launches{0};         ///< capture_reverse: reverses run as one program
   bool graph_captured{false};              ///< capture_reverse: a device graph was captured
 };

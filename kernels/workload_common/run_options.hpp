@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 namespace tapeflow::workloads {
 
@@ -32,6 +33,10 @@ struct run_options {
   /// Fill every buffer the chain writes with NaN before it is written (tests: every element is
   /// written exactly where it should be).
   bool poison{false};
+  /// Measured step costs for the planner, and whether the chain measures its step before planning
+  /// a tape that does not fit (chain_options::step_costs, measure_steps).
+  std::vector<step_cost> step_costs{};
+  bool measure_steps{false};
   std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
 };
 
@@ -49,6 +54,8 @@ struct run_options {
   c.measure_time = o.measure_time;
   c.capture_reverse = o.capture_reverse;
   c.poison = o.poison;
+  c.step_costs = o.step_costs;
+  c.measure_steps = o.measure_steps;
   c.progress = o.progress;
   return c;
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: random layer sizes, costs, budgets, bandwidths and device limits into the
 // planners. Every plan must place every layer, respect the budgets and keep a valid prefetch
-// order; Revolve schedules must replay and be optimal; nothing may crash. Bad requests may only
+// order; Revolve schedules must replay and be optimal; the schedule a chain runs for every plan
+// must replay as a valid one; nothing may crash. Bad requests may only
 // fail with tapeflow's typed errors.
 #include <tapeflow/error.hpp>
 #include <tapeflow/plan.hpp>
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <vector>
 
 namespace {
@@ -77,6 +79,16 @@ void check_tiers(FuzzedDataProvider& in)
   } else if (p.policy == tape_policy::recompute && p.snapshots > 0) {
     require(p.snapshots <= n, "no more snapshots than layers");
     require(p.recompute_steps == revolve_forward_steps(n, p.snapshots), "Revolve's count");
+  }
+  if (r.state_bytes > 0) {
+    // A chain runs every plan as one schedule (chain_actions): it must replay as a valid one,
+    // every step taped from the right state and reversed once, last first (an invalid schedule
+    // is a logic_error, which aborts the fuzzer).
+    schedule_model m;
+    for (layer_info const& l : r.layers) { m.steps.push_back({l.forward_ms, l.forward_ms, l.reverse_ms, l.tape_bytes}); }
+    m.state_bytes = r.state_bytes;
+    m.device_bytes = m.host_bytes = std::numeric_limits<std::size_t>::max() / 4;
+    static_cast<void>(evaluate_schedule(m, chain_actions(p, n), 1));
   }
   static_cast<void>(p.describe());
 }

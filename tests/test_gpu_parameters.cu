@@ -297,6 +297,42 @@ TEST_F(GpuChains, AForwardOnAnotherStreamWaitsForTheReverseWhoseMemoryItReuses)
   }
 }
 
+TEST_F(GpuChains, AChainThatGoesAfterACallOnAnotherStreamFreesItsMemoryAfterThatCall)
+{
+  // The chain's memory is allocated on the default stream (its first gradient); its last gradient
+  // runs on another stream, and the chain goes while that gradient is still queued. Its buffers
+  // are freed on the stream they were allocated on, which must first wait for that gradient.
+  // (Lazy emulated streams: synchronising the default stream first runs the frees before the
+  // other stream's queue, whose kernels would then read and write freed memory.)
+  std::vector<double> x0(64);
+  for (std::size_t k = 0; k < x0.size(); ++k) { x0[k] = 0.35 * std::cos(1.1 * static_cast<double>(k) + 0.4); }
+  constexpr std::size_t steps = 8;
+  std::size_t const bytes = x0.size() * sizeof(double);
+  std::size_t const layer = (x0.size() / 2) * sizeof(rec);
+  device_limits const limits = query_device_limits(gpu_backend);
+  device_buffer partial(gpu_backend, 2 * bytes);
+  for (tape_policy p : every_policy) {
+    SCOPED_TRACE(to_string(p));
+    device_buffer state(gpu_backend, bytes);
+    device_buffer adjoint(gpu_backend, bytes);
+    stream other(gpu_backend);
+    run_result expect;
+    {
+      chain<gpu_theta_step> c(gpu_theta_step{x0.size(), 0.03, 0.05, partial.data_as<double>(), limits.multiprocessors},
+                              steps, options_for(p, layer, bytes, steps));
+      expect = run(c, state, adjoint, x0, {});
+      state.upload(x0.data(), bytes, other.view());
+      c.forward(state, other.view());
+      adjoint.copy_from(state, other.view());
+      c.reverse(adjoint, other.view());
+    }
+    synchronize(gpu_backend, {});  // the chain's frees
+    std::vector<double> got(x0.size());
+    adjoint.download(got.data(), bytes, other.view());
+    EXPECT_EQ(std::memcmp(got.data(), expect.state.data(), bytes), 0);
+  }
+}
+
 TEST_F(GpuChains, TheStreamOrderedPoolKeepsFreedMemory)
 {
   { device_buffer const any(gpu_backend, 1024); }  // the backend's first allocation configures the pool

@@ -176,7 +176,18 @@ class chain {
   chain& operator=(chain const&) = delete;
   chain(chain&&) = delete;
   chain& operator=(chain&&) = delete;
-  ~chain() = default;
+  /// Every buffer of the chain is freed on the stream it was allocated on, the stream of an
+  /// earlier call. When the calls changed streams, the last one may still be running on another:
+  /// the host then waits for it first (a chain used on one stream frees in that stream's order,
+  /// without waiting).
+  ~chain()
+  {
+    if (!switched_streams_) { return; }
+    try {
+      last_call_->synchronize();
+    } catch (...) {  // a device that failed has nothing left to wait for
+    }
+  }
 
   [[nodiscard]] pipeline_plan const& plan() const noexcept { return stats_.plan; }
   [[nodiscard]] chain_stats const& stats() const noexcept { return stats_; }
@@ -599,7 +610,10 @@ class chain {
   {
     if (options_.kind == backend::cpu) { return; }  // one stream: inline, in order
     if (!last_call_) { last_call_.emplace(options_.kind); }
-    if (called_ && s.native() != last_stream_.native()) { last_call_->wait(s); }
+    if (called_ && s.native() != last_stream_.native()) {
+      last_call_->wait(s);
+      switched_streams_ = true;
+    }
   }
 
   void end_call(stream_view s)
@@ -761,6 +775,7 @@ class chain {
   std::optional<event> last_call_;
   stream_view last_stream_{};
   bool called_{false};
+  bool switched_streams_{false};  // a call ran on another stream than the one before it
   // timing marks (measure_time)
   std::vector<std::unique_ptr<event>> marks_;
   std::vector<std::pair<event*, event*>> recompute_events_;

@@ -541,13 +541,8 @@ class chain {
     device_buffer theta(options_.kind, std::max<std::size_t>(1, parameter_size_of(step_)) * sizeof(value_type), s);
     theta.fill(0, s);
     c.reverse_ms = median_ms([&] {
-      tape_reader<record_type> const reader{records.data_as<record_type>(), plan.layout()};
-      if constexpr (has_parameters_v<Step>) {
-        step_.reverse(0, reader, plan, adjoint.data_as<value_type>(), adjoint_in.data_as<value_type>(),
-                      theta.data_as<value_type>(), s);
-      } else {
-        step_.reverse(0, reader, plan, adjoint.data_as<value_type>(), adjoint_in.data_as<value_type>(), s);
-      }
+      reverse_step(0, tape_reader<record_type>{records.data_as<record_type>(), plan.layout()},
+                   adjoint.data_as<value_type>(), adjoint_in.data_as<value_type>(), s, theta.data_as<value_type>());
     });
     c.layer_bytes = plan.records * sizeof(record_type);
     return {c};
@@ -585,11 +580,13 @@ class chain {
   }
 
   /// The Step's reverse of step `t`, handed the parameter adjoint when the Step has parameters.
+  /// (`theta`: where dL/dθ is added; the chain's parameter adjoint unless given.)
   void reverse_step(std::size_t t, tape_reader<record_type> reader, value_type const* adjoint_out,
-                    value_type* adjoint_in, stream_view s)
+                    value_type* adjoint_in, stream_view s, value_type* theta = nullptr)
   {
     if constexpr (has_parameters_v<Step>) {
-      step_.reverse(t, reader, plan_of(t), adjoint_out, adjoint_in, parameter_adjoint_.data_as<value_type>(), s);
+      value_type* const into = theta != nullptr ? theta : parameter_adjoint_.data_as<value_type>();
+      step_.reverse(t, reader, plan_of(t), adjoint_out, adjoint_in, into, s);
     } else {
       step_.reverse(t, reader, plan_of(t), adjoint_out, adjoint_in, s);
     }

@@ -128,6 +128,9 @@ void host_tier::fill_slot(std::size_t step, unsigned char value, stream_view com
 void host_tier::end_write(std::size_t step, stream_view compute)
 {
   TAPEFLOW_NVTX_RANGE("tapeflow::host_tier::offload");
+  TAPEFLOW_EXPECTS(step < layers_.size() && layers_[step].slot != none && layers_[step].bytes != 0 &&
+                     !layers_[step].prefetched,
+                   "end_write of a host layer that is not being written");
   kept& l = layers_[step];
   std::size_t const k = l.slot;
   written_.record(compute);
@@ -141,11 +144,13 @@ void host_tier::end_write(std::size_t step, stream_view compute)
 
 bool host_tier::prefetch(std::size_t step)
 {
+  TAPEFLOW_EXPECTS(step < layers_.size(), "a host layer of a step the host tier does not have");
   kept& l = layers_[step];
-  TAPEFLOW_EXPECTS(l.bytes != 0, "a host layer is prefetched after it was written");
-  if (l.slot != none) { return true; }
+  TAPEFLOW_EXPECTS(l.bytes != 0 && (l.slot == none || l.prefetched), "a host layer is prefetched after it was written");
+  if (l.prefetched) { return true; }
   std::size_t const k = occupy(step);
   if (k == none) { return false; }
+  l.prefetched = true;
   TAPEFLOW_NVTX_RANGE("tapeflow::host_tier::prefetch");
   slot_free_[k].wait(h2d_.view());  // the slot's previous user is done
   l.landed->wait(h2d_.view());      // the pinned copy is complete
@@ -158,8 +163,12 @@ bool host_tier::prefetch(std::size_t step)
 
 void const* host_tier::begin_read(std::size_t step, stream_view compute)
 {
-  TAPEFLOW_EXPECTS(prefetch(step), "every host-tier slot is in use: a layer is read beyond the prefetch distance");
+  TAPEFLOW_EXPECTS(step < layers_.size() && (layers_[step].slot == none || layers_[step].prefetched),
+                   "begin_read of a host layer that is being written or read");
+  bool const in_a_slot = prefetch(step);
+  TAPEFLOW_EXPECTS(in_a_slot, "every host-tier slot is in use: a layer is read beyond the prefetch distance");
   --queued_;
+  layers_[step].prefetched = false;  // now being read
   std::size_t const k = layers_[step].slot;
   wait_timed(slot_ready_[k], compute);
   return slots_[k].data();
@@ -167,6 +176,8 @@ void const* host_tier::begin_read(std::size_t step, stream_view compute)
 
 void host_tier::end_read(std::size_t step, stream_view compute)
 {
+  TAPEFLOW_EXPECTS(step < layers_.size() && layers_[step].slot != none && !layers_[step].prefetched,
+                   "end_read of a host layer that is not being read");
   kept& l = layers_[step];
   std::size_t const k = l.slot;
   slot_free_[k].record(compute);
@@ -180,20 +191,22 @@ void host_tier::end_read(std::size_t step, stream_view compute)
 
 void host_tier::store(std::size_t step, device_buffer const& state, stream_view compute)
 {
-  TAPEFLOW_EXPECTS(checkpoints_[step].size() == 0, "a host checkpoint of this step is already held");
+  TAPEFLOW_EXPECTS(step < checkpoints_.size() && checkpoints_[step].size() == 0,
+                   "a host checkpoint of this step is already held");
   checkpoints_[step] = take(state.size());
   copy_to_host_async(checkpoints_[step], state, state.size(), compute);
 }
 
 void host_tier::restore(std::size_t step, device_buffer& state, stream_view compute)
 {
-  TAPEFLOW_EXPECTS(checkpoints_[step].size() == state.size(), "no host checkpoint of this step");
+  TAPEFLOW_EXPECTS(step < checkpoints_.size() && checkpoints_[step].size() == state.size(),
+                   "no host checkpoint of this step");
   copy_to_device_async(state, checkpoints_[step], state.size(), compute);
 }
 
 void host_tier::release(std::size_t step)
 {
-  TAPEFLOW_EXPECTS(checkpoints_[step].size() != 0, "no host checkpoint of this step");
+  TAPEFLOW_EXPECTS(step < checkpoints_.size() && checkpoints_[step].size() != 0, "no host checkpoint of this step");
   give_back(std::move(checkpoints_[step]));
   checkpoints_[step] = pinned_buffer{};
 }
@@ -230,6 +243,7 @@ void host_tier::abandon() noexcept
     if (l.bytes != 0) { give_back(std::move(l.host)); }
     l.bytes = 0;
     l.slot = none;
+    l.prefetched = false;
   }
   for (pinned_buffer& c : checkpoints_) {
     if (c.size() != 0) { give_back(std::move(c)); }

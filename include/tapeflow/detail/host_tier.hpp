@@ -93,6 +93,7 @@ class host_tier {
     pinned_buffer host;
     std::size_t bytes{0};
     std::size_t slot{none};         ///< the slot it is written into or prefetched into
+    bool prefetched{false};         ///< its H2D copy is queued (it is in `slot` for a read)
     std::unique_ptr<event> landed;  ///< its D2H copy is done
   };
   pinned_buffer take(std::size_t bytes);

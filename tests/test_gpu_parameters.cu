@@ -179,6 +179,28 @@ run_result run(chain<gpu_theta_step>& c, device_buffer& state, device_buffer& ad
   return r;
 }
 
+/// What the memory and stream tests share: 64 values of x0 (a smooth function of the index),
+/// `steps` steps of gpu_theta_step with a = 0.03, b = 0.05, and the sizes the policies' budgets
+/// are made from.
+struct small_chain {
+  std::vector<double> x0;
+  std::size_t steps;
+  std::size_t bytes;
+  std::size_t layer;
+  device_limits limits;
+  device_buffer partial;
+
+  template <class Init>
+  small_chain(std::size_t step_count, Init&& value_at)
+    : x0(64), steps(step_count), bytes(64 * sizeof(double)), layer(32 * sizeof(rec)),
+      limits(query_device_limits(gpu_backend)), partial(gpu_backend, 2 * bytes)
+  {
+    for (std::size_t k = 0; k < x0.size(); ++k) { x0[k] = value_at(static_cast<double>(k)); }
+  }
+  [[nodiscard]] gpu_theta_step step() { return gpu_theta_step{x0.size(), 0.03, 0.05, partial.data_as<double>(), limits.multiprocessors}; }
+  [[nodiscard]] chain_options options(tape_policy p) const { return options_for(p, layer, bytes, steps); }
+};
+
 TEST_F(GpuChains, ParameterAdjointsMatchFiniteDifferencesWithTheSameBitsUnderEveryPolicy)
 {
   std::vector<double> x0(45);
@@ -221,18 +243,13 @@ TEST_F(GpuChains, ParameterAdjointsMatchFiniteDifferencesWithTheSameBitsUnderEve
 
 TEST_F(GpuChains, ASecondGradientAllocatesNothingUnderEveryPolicyOnAnyStream)
 {
-  std::vector<double> x0(64);
-  for (std::size_t k = 0; k < x0.size(); ++k) { x0[k] = 0.3 * std::cos(0.7 * static_cast<double>(k)); }
-  constexpr std::size_t steps = 10;
-  std::size_t const bytes = x0.size() * sizeof(double);
-  std::size_t const layer = (x0.size() / 2) * sizeof(rec);
-  device_limits const limits = query_device_limits(gpu_backend);
-  device_buffer partial(gpu_backend, 2 * bytes);
+  small_chain sc(10, [](double k) { return 0.3 * std::cos(0.7 * k); });
+  std::vector<double> const& x0 = sc.x0;
+  std::size_t const bytes = sc.bytes;
   stream other(gpu_backend);
   for (tape_policy p : every_policy) {
     SCOPED_TRACE(to_string(p));
-    chain<gpu_theta_step> c(gpu_theta_step{x0.size(), 0.03, 0.05, partial.data_as<double>(), limits.multiprocessors},
-                            steps, options_for(p, layer, bytes, steps));
+    chain<gpu_theta_step> c(sc.step(), sc.steps, sc.options(p));
     device_buffer state(gpu_backend, bytes);
     device_buffer adjoint(gpu_backend, bytes);
     run_result const first = run(c, state, adjoint, x0, {});
@@ -258,17 +275,12 @@ TEST_F(GpuChains, AForwardOnAnotherStreamWaitsForTheReverseWhoseMemoryItReuses)
   // The reverse runs on s2; the next forward, on s1, is queued at once and reuses the layers the
   // reverse has yet to read. (Lazy emulated streams run s1's queue first when the host waits for
   // s1: without the chain's event between the calls the forward overwrites the reverse's tape.)
-  std::vector<double> x0(64);
-  for (std::size_t k = 0; k < x0.size(); ++k) { x0[k] = 0.4 * std::sin(0.9 * static_cast<double>(k)); }
-  constexpr std::size_t steps = 8;
-  std::size_t const bytes = x0.size() * sizeof(double);
-  std::size_t const layer = (x0.size() / 2) * sizeof(rec);
-  device_limits const limits = query_device_limits(gpu_backend);
-  device_buffer partial(gpu_backend, 2 * bytes);
+  small_chain sc(8, [](double k) { return 0.4 * std::sin(0.9 * k); });
+  std::vector<double> const& x0 = sc.x0;
+  std::size_t const bytes = sc.bytes;
   for (tape_policy p : every_policy) {
     SCOPED_TRACE(to_string(p));
-    chain<gpu_theta_step> c(gpu_theta_step{x0.size(), 0.03, 0.05, partial.data_as<double>(), limits.multiprocessors},
-                            steps, options_for(p, layer, bytes, steps));
+    chain<gpu_theta_step> c(sc.step(), sc.steps, sc.options(p));
     device_buffer state(gpu_backend, bytes);
     device_buffer adjoint(gpu_backend, bytes);
     run_result const expect = run(c, state, adjoint, x0, {});
@@ -304,13 +316,9 @@ TEST_F(GpuChains, AChainThatGoesAfterACallOnAnotherStreamFreesItsMemoryAfterThat
   // are freed on the stream they were allocated on, which must first wait for that gradient.
   // (Lazy emulated streams: synchronising the default stream first runs the frees before the
   // other stream's queue, whose kernels would then read and write freed memory.)
-  std::vector<double> x0(64);
-  for (std::size_t k = 0; k < x0.size(); ++k) { x0[k] = 0.35 * std::cos(1.1 * static_cast<double>(k) + 0.4); }
-  constexpr std::size_t steps = 8;
-  std::size_t const bytes = x0.size() * sizeof(double);
-  std::size_t const layer = (x0.size() / 2) * sizeof(rec);
-  device_limits const limits = query_device_limits(gpu_backend);
-  device_buffer partial(gpu_backend, 2 * bytes);
+  small_chain sc(8, [](double k) { return 0.35 * std::cos(1.1 * k + 0.4); });
+  std::vector<double> const& x0 = sc.x0;
+  std::size_t const bytes = sc.bytes;
   for (tape_policy p : every_policy) {
     SCOPED_TRACE(to_string(p));
     device_buffer state(gpu_backend, bytes);
@@ -318,8 +326,7 @@ TEST_F(GpuChains, AChainThatGoesAfterACallOnAnotherStreamFreesItsMemoryAfterThat
     stream other(gpu_backend);
     run_result expect;
     {
-      chain<gpu_theta_step> c(gpu_theta_step{x0.size(), 0.03, 0.05, partial.data_as<double>(), limits.multiprocessors},
-                              steps, options_for(p, layer, bytes, steps));
+      chain<gpu_theta_step> c(sc.step(), sc.steps, sc.options(p));
       expect = run(c, state, adjoint, x0, {});
       state.upload(x0.data(), bytes, other.view());
       c.forward(state, other.view());

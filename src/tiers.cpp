@@ -69,14 +69,22 @@ summary summarise(std::vector<layer_info> const& layers)
   return s;
 }
 
+double aug_ms(layer_info const& l) { return l.aug_forward_ms > 0 ? l.aug_forward_ms : l.forward_ms; }
+
+/// Forward and reverse of every layer kept on the device: what every plan's overhead is over.
+double store_ms(std::vector<layer_info> const& layers)
+{
+  double ms = 0;
+  for (layer_info const& l : layers) { ms += aug_ms(l) + l.reverse_ms; }
+  return ms;
+}
+
 void finish(tier_plan& plan, std::vector<layer_info> const& layers)
 {
-  double store_ms = 0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     plan.bytes_per_tier[static_cast<std::size_t>(plan.tiers[i])] += layers[i].tape_bytes;
-    store_ms += (layers[i].aug_forward_ms > 0 ? layers[i].aug_forward_ms : layers[i].forward_ms) + layers[i].reverse_ms;
   }
-  if (plan.policy != tape_policy::mixed) { plan.predicted_ms = store_ms + plan.overhead_ms; }
+  if (plan.policy != tape_policy::mixed) { plan.predicted_ms = store_ms(layers) + plan.overhead_ms; }
 }
 
 /// Keeps the last layers on the device and sends the earlier ones to the host tier through a
@@ -188,8 +196,6 @@ std::optional<tier_plan> greedy_plan(tier_request const& r, summary const& s)
   return plan;
 }
 
-double aug_ms(layer_info const& l) { return l.aug_forward_ms > 0 ? l.aug_forward_ms : l.forward_ms; }
-
 /// The mixed schedule: the optimiser of tapeflow/schedule.hpp over the chain, under the cost
 /// model of docs/tiers.md. The device budget holds the working layer (the one taped just before
 /// its reverse) and, when layers go to the host, two slots they pass through; the optimiser
@@ -199,11 +205,7 @@ std::optional<tier_plan> mixed_plan(tier_request const& r, summary const& s, boo
   std::size_t const n = r.layers.size();
   schedule_model m;
   m.state_bytes = r.state_bytes;
-  double store_ms = 0;
-  for (layer_info const& l : r.layers) {
-    m.steps.push_back({l.forward_ms, aug_ms(l), l.reverse_ms, l.tape_bytes});
-    store_ms += aug_ms(l) + l.reverse_ms;
-  }
+  for (layer_info const& l : r.layers) { m.steps.push_back({l.forward_ms, aug_ms(l), l.reverse_ms, l.tape_bytes}); }
   // A layer kept on the host costs its copies where they outlast the compute they overlap: the
   // D2H copy runs behind the next step's forward, the H2D prefetch behind the next step's reverse.
   for (std::size_t i = 0; i < n; ++i) {
@@ -240,7 +242,7 @@ std::optional<tier_plan> mixed_plan(tier_request const& r, summary const& s, boo
     tier_plan plan;
     plan.policy = tape_policy::mixed;
     plan.predicted_ms = sched.predicted_ms;
-    plan.overhead_ms = sched.predicted_ms - store_ms;
+    plan.overhead_ms = sched.predicted_ms - store_ms(r.layers);
     plan.tiers.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
       plan.tiers[i] = sched.fate[i] == layer_fate::device ? tier::device

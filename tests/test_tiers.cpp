@@ -222,6 +222,20 @@ struct tier_case {
   int percent;  // of the full tape
 };
 
+/// Store-all on the CPU backend with poisoned buffers, tiles of 16 records in 2 stages, and the
+/// copy bandwidths `bw` for the planner: what the tier tests compare every policy against.
+ac::options poisoned_store_on_cpu(bandwidths bw)
+{
+  ac::options o;
+  o.kind = backend::cpu;
+  o.poison = true;
+  o.pipeline.tile_records = 16;
+  o.pipeline.stages = 2;
+  o.bw = bw;
+  o.policy = tape_policy::store;
+  return o;
+}
+
 class AllenCahnTiers : public ::testing::TestWithParam<tier_case> {};
 
 TEST_P(AllenCahnTiers, SameGradientBitsAsStoreAllWithinTheBudget)
@@ -230,13 +244,7 @@ TEST_P(AllenCahnTiers, SameGradientBitsAsStoreAllWithinTheBudget)
   std::size_t const n = 29;  // 841 cells: 211 f32 records, 3376-byte layers
   std::size_t const steps = 12;
   std::vector<float> const u0 = testing::random_state<float>(n * n, testing::fresh_seed());
-  ac::options base;
-  base.kind = backend::cpu;
-  base.poison = true;
-  base.pipeline.tile_records = 16;
-  base.pipeline.stages = 2;
-  base.bw = {5.0, 5.0, 20.0};
-  base.policy = tape_policy::store;
+  ac::options const base = poisoned_store_on_cpu({5.0, 5.0, 20.0});
   ac::gradient_result<float> const reference = ac::gradient(ac::problem{n, steps}, u0, base);
 
   ac::options o = base;
@@ -279,13 +287,8 @@ TEST(MixedTiers, ATapeTenTimesTheDeviceBudgetMixesDeviceHostAndRecomputeWithTheS
   std::size_t const n = 32;  // 4 KiB state, 4 KiB layers
   std::size_t const steps = 60;
   std::vector<float> const u0 = testing::random_state<float>(n * n, testing::fresh_seed());
-  ac::options base;
-  base.kind = backend::cpu;
-  base.poison = true;
-  base.pipeline.tile_records = 16;
-  base.pipeline.stages = 2;
-  base.bw = {50.0, 50.0, 20.0};  // a layer's copy hides behind a step: host layers are cheap
-  base.policy = tape_policy::store;
+  // a layer's copy hides behind a step: host layers are cheap
+  ac::options const base = poisoned_store_on_cpu({50.0, 50.0, 20.0});
   ac::gradient_result<float> const reference = ac::gradient(ac::problem{n, steps}, u0, base);
 
   ac::options o = base;

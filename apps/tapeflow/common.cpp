@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 #include <unistd.h>
@@ -181,16 +182,24 @@ std::size_t count_of(parsed_args const& args, std::string const& name, std::size
   return value;
 }
 
+namespace {
+/// `text` as a finite number, all of it; empty when it is not one.
+std::optional<double> finite_number(std::string const& text)
+{
+  char* end = nullptr;
+  double const value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) { return std::nullopt; }
+  return value;
+}
+}  // namespace
+
 double real_of(parsed_args const& args, std::string const& name, double fallback)
 {
   if (!args.has(name)) { return fallback; }
   std::string const text = args.text(name);
-  char* end = nullptr;
-  double const value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) {
-    throw usage_error("option '--" + name + "' needs a finite number, got '" + text + "'");
-  }
-  return value;
+  std::optional<double> const value = finite_number(text);
+  if (!value) { throw usage_error("option '--" + name + "' needs a finite number, got '" + text + "'"); }
+  return *value;
 }
 
 std::uint64_t seed_of(parsed_args const& args) { return args.size("seed", 1); }
@@ -201,10 +210,10 @@ step_cost step_cost_of(std::string const& text)
   std::size_t at = 0;
   for (int k = 0; k < 3; ++k) {
     std::size_t const comma = k < 2 ? text.find(',', at) : text.size();
-    std::string const part = comma == std::string::npos ? std::string{} : text.substr(at, comma - at);
-    char* end = nullptr;
-    ms[k] = std::strtod(part.c_str(), &end);
-    if (part.empty() || end != part.c_str() + part.size() || !std::isfinite(ms[k]) || ms[k] <= 0) {
+    std::optional<double> const value =
+      comma == std::string::npos ? std::nullopt : finite_number(text.substr(at, comma - at));
+    ms[k] = value.value_or(0);
+    if (ms[k] <= 0) {
       throw usage_error("--step-costs must be three positive numbers of milliseconds, F,A,R (untaped forward, taped "
                         "forward, reverse), got '" + text + "'");
     }

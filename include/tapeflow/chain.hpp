@@ -281,8 +281,8 @@ class chain {
   {
     std::size_t const bytes = state.size();
     release_checkpoints();
-    checkpoints_.resize(steps_);
-    if (!host_ && (stats_.tiers.count(tier::host) > 0 || stats_.tiers.mixed.checkpoints[1] > 0)) {
+    checkpoints_.resize(steps_);  // by step; kept sized between gradients
+    if (!host_ && uses_host_) {
       host_ = std::make_unique<detail::host_tier>(options_.kind, stats_.layer_bytes, steps_,
                                                   std::max<std::size_t>(1, stats_.tiers.ring_slots),
                                                   options_.measure_time);
@@ -389,8 +389,8 @@ class chain {
           host_->store(a.step, *cur_, s);
         } else {
           TAPEFLOW_EXPECTS(checkpoints_[a.step].size() == 0, "a device checkpoint of this step is already held");
-          checkpoints_[a.step] = pool_.take(cur_->size(), s);
-          checkpoint_bytes_ += cur_->size();
+          checkpoints_[a.step] = pool_.take(state_bytes(), s);
+          checkpoint_bytes_ += state_bytes();
           track_peak();
           checkpoints_[a.step].copy_from(*cur_, s);
         }
@@ -406,8 +406,7 @@ class chain {
         if (a.where == level::host) {
           host_->release(a.step);
         } else {
-          pool_.give(std::move(checkpoints_[a.step]));
-          checkpoints_[a.step] = device_buffer{};
+          pool_.give(std::move(checkpoints_[a.step]));  // leaves it empty
           checkpoint_bytes_ -= state_bytes();
         }
         break;
@@ -464,15 +463,16 @@ class chain {
                                             [](schedule_action const& a) { return a.kind == action_kind::reverse; });
     reverse_recomputes_ = std::any_of(first_reverse, actions_.end(),
                                       [](schedule_action const& a) { return a.kind != action_kind::reverse; });
+    uses_host_ = std::any_of(actions_.begin(), actions_.end(),
+                             [](schedule_action const& a) { return a.where == level::host; });
   }
 
-  /// Gives every device checkpoint back to the pool.
+  /// Gives every device checkpoint back to the pool (the slots by step stay, empty).
   void release_checkpoints()
   {
     for (device_buffer& c : checkpoints_) {
       if (c.size() > 0) { pool_.give(std::move(c)); }
     }
-    checkpoints_.clear();
     checkpoint_bytes_ = 0;
   }
 
@@ -759,6 +759,7 @@ class chain {
   device_buffer* cur_{nullptr};    // the working state: work_, scratch_ or (in a forward) the caller's
   device_buffer* spare_{nullptr};  // where the next step writes
   bool reverse_recomputes_{false};  // the schedule runs steps (or restores) after its first reverse
+  bool uses_host_{false};           // the schedule keeps a layer or a checkpoint on the host
   std::vector<device_buffer> checkpoints_;
   std::size_t checkpoint_bytes_{0};
   std::unique_ptr<detail::host_tier> host_;

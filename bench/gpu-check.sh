@@ -10,9 +10,11 @@
 #   env       the device, driver, toolkit and tools
 #   tests     every CTest test of the carried build: the GPU tests run for real, the host and CLI
 #             tests with a GPU present (the CLI's `auto` backend picks it)
-#   sanitize  compute-sanitizer memcheck (with leak check) and initcheck over every GPU test;
-#             racecheck and synccheck over the tile pipelines, the tiers, the thread tape and
-#             every workload's kernels (RACE_FILTER); the four run at once, as separate processes
+#   sanitize  compute-sanitizer memcheck (with leak check) and initcheck over every GPU test and
+#             the host suite's CUDA cases (host tier, determinism, injected faults, Enzyme slots);
+#             racecheck and synccheck over the tile pipelines, the tiers (the chains' policies and
+#             streams, the host tier), the thread tape and every workload's kernels (RACE_FILTER,
+#             HOST_RACE_FILTER); the four tools run at once, as separate processes
 #   cli       the README's main job on the GPU, its gradient compared with the CPU backend's
 #   profile   Nsight Compute counters and stall reasons of the kernels behind missed targets
 #   quick     bench/run.sh --quick: the whole benchmark pipeline (driver, peers, render) at tiny sizes
@@ -22,7 +24,7 @@
 # Environment: BUILD_DIR (build/gpu-sm90), LOG_DIR (gpu-check), COMMIT (the tree's commit where it
 # has no .git), SANITIZE_TIMEOUT (s per tool, 420), BENCH_TIMEOUT (s, 330), PEER_TIMEOUT (s per
 # peer script, 150), BENCH_ARGS (extra tapeflow_bench options), PEER_ARGS (extra run.py options),
-# RACE_FILTER (gtest filter).
+# RACE_FILTER, HOST_FILTER, HOST_RACE_FILTER (gtest filters of the GPU and the host test binaries).
 # Each stage's log is LOG_DIR/<stage>*.log; LOG_DIR/summary.txt has one line per stage. The exit
 # status is 0 only when every stage that ran passed.
 set -uo pipefail
@@ -61,7 +63,11 @@ if [ -n "$source_dir" ] && [ ! -e "$source_dir" ]; then
 fi
 
 gpu_tests="$build/tests/tapeflow_gpu_tests"
-race_filter=${RACE_FILTER:-'*TilePipeline*:*TapeBound*:GpuAllenCahn.*:*Lbm*:*Rk4*:*ThreadTape*'}
+host_tests="$build/tests/tapeflow_tests"
+race_filter=${RACE_FILTER:-'*TilePipeline*:*TapeBound*:GpuAllenCahn.*:*Lbm*:*Rk4*:*ThreadTape*:GpuChains.*'}
+# The host suite's cases on the CUDA backend: instantiations named .../cuda or .../cuda_<site>.
+host_filter=${HOST_FILTER:-'*/cuda:*/cuda_*'}
+host_race_filter=${HOST_RACE_FILTER:-'Backends/HostTier.*/cuda:SitesAndPolicies/InjectedFaults.*/cuda_offload_*'}
 
 stage_env() {
   {
@@ -94,29 +100,40 @@ stage_tests() {
   return $rc
 }
 
-sanitize_one() {  # tool, log name, gtest filter, extra options...
-  local tool=$1 name=$2 filter=$3
-  shift 3
+sanitize_one() {  # tool, log name, binary, gtest filter, extra options...
+  local tool=$1 name=$2 binary=$3 filter=$4
+  shift 4
   timeout --signal=INT --kill-after=20 "${SANITIZE_TIMEOUT:-420}" \
     compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 100 "$@" \
-    "$gpu_tests" --gtest_filter="$filter" --gtest_brief=0 >"$logs/sanitize-$name.log" 2>&1
+    "$binary" --gtest_filter="$filter" --gtest_brief=0 >"$logs/sanitize-$name.log" 2>&1
   local rc=$?
   local errors
   errors=$(grep -E '^========= (ERROR|RACECHECK) SUMMARY' "$logs/sanitize-$name.log" | tail -1)
   local tests
   tests=$(grep -cE '^\[       OK \]' "$logs/sanitize-$name.log")
   local skipped
-  skipped=$(grep -cE '^\[  SKIPPED \]' "$logs/sanitize-$name.log")
-  note "  $tool: exit $rc, ${errors:-no summary (stopped?)}, $tests tests passed under it, $skipped skipped"
+  skipped=$(grep -cE '^\[  SKIPPED \] .* \([0-9]+ ms\)$' "$logs/sanitize-$name.log")
+  note "  $name: exit $rc, ${errors:-no summary (stopped?)}, $tests tests passed under it, $skipped skipped"
+  # A filter that matches nothing sanitizes nothing: that is a failure, not a pass.
+  [ "$tests" -gt 0 ] || rc=1
+  return $rc
+}
+
+sanitize_tool() {  # tool, GPU-test filter, host-test filter, extra options...: the GPU tests, then the host suite's CUDA cases
+  local tool=$1 gpu_filter=$2 host=$3
+  shift 3
+  local rc=0
+  sanitize_one "$tool" "$tool" "$gpu_tests" "$gpu_filter" "$@" || rc=1
+  sanitize_one "$tool" "$tool-host" "$host_tests" "$host" "$@" || rc=1
   return $rc
 }
 
 stage_sanitize() {
   local pids=() rc=0
-  sanitize_one memcheck memcheck '*' --leak-check full & pids+=($!)
-  sanitize_one initcheck initcheck '*' & pids+=($!)
-  sanitize_one racecheck racecheck "$race_filter" --racecheck-report hazard & pids+=($!)
-  sanitize_one synccheck synccheck "$race_filter" & pids+=($!)
+  sanitize_tool memcheck '*' "$host_filter" --leak-check full & pids+=($!)
+  sanitize_tool initcheck '*' "$host_filter" & pids+=($!)
+  sanitize_tool racecheck "$race_filter" "$host_race_filter" --racecheck-report hazard & pids+=($!)
+  sanitize_tool synccheck "$race_filter" "$host_race_filter" & pids+=($!)
   for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
   return $rc
 }
@@ -182,7 +199,7 @@ stage_quick() {
 }
 
 stage_bench() {
-  local date slug
+  local results
   timeout --signal=INT --kill-after=20 "${BENCH_TIMEOUT:-330}" \
     "$build/tapeflow_bench" --commit "$commit" --out "$logs/bench-raw.json" ${BENCH_ARGS:-} >"$logs/bench.log" 2>&1
   local rc=$?

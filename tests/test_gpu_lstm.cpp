@@ -170,6 +170,43 @@ TEST_F(GpuLstm, EveryPolicyAndPipelineVariantAgrees)
   }
 }
 
+TEST_F(GpuLstm, PackedSequencesMatchTheCpuReferenceUnderEveryPolicy)
+{
+  // Layers of unequal size (B_t H records at step t): each tiled on its own, the products over the
+  // first B_t columns, the ended sequences' state and adjoint carried by the cell kernels.
+  ls::problem p{37, 11, 9, 24};
+  p.lengths.resize(p.batch);
+  for (std::size_t b = 0; b < p.batch; ++b) { p.lengths[b] = p.steps - (b * p.steps) / p.batch; }  // 11 down to 1
+  std::uint64_t const seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  instance<double> const in64 = random_instance<double>(p, seed, true);
+  expect_close(ls::gradient(p, in64.params, in64.seq, on(testing::gpu)),
+               ls::gradient(p, in64.params, in64.seq, on(backend::cpu)), 1e-11);
+
+  instance<float> const in = random_instance<float>(p, seed, true);
+  ls::options base = on(testing::gpu);
+  base.policy = tape_policy::store;
+  ls::gradient_result<float> const reference = ls::gradient(p, in.params, in.seq, base);
+  ASSERT_EQ(reference.chain.step_plans.size(), p.steps);
+  expect_close(reference, ls::gradient(p, in.params, in.seq, on(backend::cpu)), 1e-4);
+  for (auto [policy, percent] : {std::pair<tape_policy, int>{tape_policy::offload, 30}, {tape_policy::recompute, 40},
+                                 {tape_policy::automatic, 40}}) {
+    ls::options o = base;
+    o.policy = policy;
+    o.budget_bytes = reference.chain.tape_bytes * static_cast<std::size_t>(percent) / 100;
+    o.host_budget_bytes = policy == tape_policy::automatic ? reference.chain.tape_bytes / 4 : reference.chain.tape_bytes;
+    ls::gradient_result<float> const r = ls::gradient(p, in.params, in.seq, o);
+    SCOPED_TRACE(std::string{to_string(policy)} + " at " + std::to_string(percent) + " %: " + r.chain.tiers.describe());
+    EXPECT_LE(r.chain.peak_tape_bytes, o.budget_bytes);
+    expect_same_bits(r, reference);
+  }
+  ls::final_state<float> const gpu = ls::primal(p, in.params, in.seq, on(testing::gpu));
+  ls::final_state<float> const cpu = ls::primal(p, in.params, in.seq, on(backend::cpu));
+  EXPECT_LT(testing::relative_error(gpu.h, cpu.h), 1e-5);
+  EXPECT_LT(testing::relative_error(gpu.c, cpu.c), 1e-5);
+  EXPECT_EQ(device_memory_usage(testing::gpu).current_bytes, 0u);
+}
+
 TEST_F(GpuLstm, BadInputIsATypedErrorAndLeavesTheRuntimeUsable)
 {
   ls::problem const p{8, 5, 6, 7};

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tapeflow {
@@ -31,7 +32,8 @@ struct reference_lstm {
 
 real sigmoid_ld(real v) { return 1 / (1 + std::exp(-v)); }
 
-/// L = Σ h_T of the reference, gate order i, f, g, o.
+/// L = Σ h_T of the reference, gate order i, f, g, o; with lengths, sequence b stops after
+/// lengths[b] steps and its last h counts.
 real reference_loss(reference_lstm const& m)
 {
   std::size_t const B = m.p.batch, I = m.p.input, H = m.p.hidden, G = 4 * H;
@@ -39,8 +41,9 @@ real reference_loss(reference_lstm const& m)
   std::vector<real> c = m.c0.empty() ? std::vector<real>(B * H, 0) : m.c0;
   std::vector<real> z(G);
   for (std::size_t t = 0; t < m.p.steps; ++t) {
-    std::vector<real> h_next(B * H), c_next(B * H);
+    std::vector<real> h_next = h, c_next = c;  // a sequence that has ended keeps its state
     for (std::size_t bb = 0; bb < B; ++bb) {
+      if (!m.p.lengths.empty() && m.p.lengths[bb] <= t) { continue; }
       for (std::size_t r = 0; r < G; ++r) {
         real acc = m.b[r];
         for (std::size_t i = 0; i < I; ++i) { acc += m.w[r * I + i] * m.x[(t * B + bb) * I + i]; }
@@ -314,6 +317,163 @@ TEST(LstmCpu, StatsDescribeTheTape)
   EXPECT_GE(r.peak_device_bytes, r.chain.tape_bytes);
   chain_stats const planned = ls::plan<float>(p, cpu_options());
   EXPECT_EQ(planned.tape_bytes, r.chain.tape_bytes);
+  EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
+}
+
+// ---- packed variable-length sequences ---------------------------------------------------------
+/// B = 5 sequences of lengths 7, 5, 5, 2, 1 (T = 7): steps advance 5, 4, 3, 3, 3, 1, 1 of them.
+ls::problem packed_problem()
+{
+  ls::problem p{5, 7, 4, 6};
+  p.lengths = {7, 5, 5, 2, 1};
+  return p;
+}
+
+/// Sequence b of a packed instance as a problem and instance of its own: batch 1, its own length.
+template <class T>
+std::pair<ls::problem, instance<T>> sequence_alone(ls::problem const& p, instance<T> const& in, std::size_t b)
+{
+  ls::problem q{1, p.lengths[b], p.input, p.hidden};
+  instance<T> one;
+  one.params = in.params;
+  for (std::size_t t = 0; t < q.steps; ++t) {
+    auto const first = in.seq.x.begin() + static_cast<std::ptrdiff_t>((t * p.batch + b) * p.input);
+    one.seq.x.insert(one.seq.x.end(), first, first + static_cast<std::ptrdiff_t>(p.input));
+  }
+  auto const state = static_cast<std::ptrdiff_t>(b * p.hidden);
+  auto const hidden = static_cast<std::ptrdiff_t>(p.hidden);
+  one.seq.h0.assign(in.seq.h0.begin() + state, in.seq.h0.begin() + state + hidden);
+  one.seq.c0.assign(in.seq.c0.begin() + state, in.seq.c0.begin() + state + hidden);
+  return {q, one};
+}
+
+TEST(LstmCpuPacked, ActiveSequencesAndLayerSizesFollowTheLengths)
+{
+  ls::problem const p = packed_problem();
+  std::vector<std::size_t> active;
+  for (std::size_t t = 0; t < p.steps; ++t) { active.push_back(ls::active_sequences(p, t)); }
+  EXPECT_EQ(active, (std::vector<std::size_t>{5, 4, 3, 3, 3, 1, 1}));
+  EXPECT_EQ(ls::layer_bytes<float>(p, 2), 3u * 6 * 32);
+  EXPECT_EQ(ls::active_sequences(ls::problem{5, 7, 4, 6}, 6), 5u);
+  chain_stats const planned = ls::plan<float>(p, cpu_options());
+  EXPECT_EQ(planned.tape_bytes, (5 + 4 + 3 + 3 + 3 + 1 + 1) * 6u * 32);
+  EXPECT_EQ(planned.layer_bytes, 5u * 6 * 32);  // the largest layer
+  ASSERT_EQ(planned.step_plans.size(), p.steps);
+  EXPECT_EQ(planned.step_plans[2].records, 3u * 6);
+  EXPECT_EQ(planned.step_plans[6].records, 6u);
+}
+
+TEST(LstmCpuPacked, F64MatchesCentralFiniteDifferencesOfTheReference)
+{
+  ls::problem const p = packed_problem();
+  std::uint64_t const seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  instance<double> const in = random_instance<double>(p, seed, true);
+  ls::gradient_result<double> const r = ls::gradient(p, in.params, in.seq, cpu_options());
+  reference_lstm const ref = widen(p, in);
+  EXPECT_LT(testing::relative_error(r.gradient.w, finite_differences(ref, &reference_lstm::w)), 1e-8);
+  EXPECT_LT(testing::relative_error(r.gradient.u, finite_differences(ref, &reference_lstm::u)), 1e-8);
+  EXPECT_LT(testing::relative_error(r.gradient.b, finite_differences(ref, &reference_lstm::b)), 1e-8);
+  real const loss = reference_loss(ref);
+  EXPECT_NEAR(r.loss, static_cast<double>(loss), 1e-12 * (1 + std::fabs(static_cast<double>(loss))));
+  EXPECT_EQ(r.chain.tape_bytes, ls::plan<double>(p, cpu_options()).tape_bytes);
+}
+
+TEST(LstmCpuPacked, GradientIsTheSumOfEverySequenceRunAlone)
+{
+  // The loss is a sum over sequences that share the weights, so the packed gradient is the sum of
+  // each sequence's gradient in a batch of its own, of its own length: no padding, no packing.
+  ls::problem const p = packed_problem();
+  std::uint64_t const seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  instance<double> const in = random_instance<double>(p, seed, true);
+  ls::gradient_result<double> const packed = ls::gradient(p, in.params, in.seq, cpu_options());
+  ls::weights<double> sum{std::vector<double>(in.params.w.size()), std::vector<double>(in.params.u.size()),
+                          std::vector<double>(in.params.b.size())};
+  double loss = 0;
+  for (std::size_t b = 0; b < p.batch; ++b) {
+    auto const [q, one] = sequence_alone(p, in, b);
+    ls::gradient_result<double> const r = ls::gradient(q, one.params, one.seq, cpu_options());
+    for (std::size_t k = 0; k < sum.w.size(); ++k) { sum.w[k] += r.gradient.w[k]; }
+    for (std::size_t k = 0; k < sum.u.size(); ++k) { sum.u[k] += r.gradient.u[k]; }
+    for (std::size_t k = 0; k < sum.b.size(); ++k) { sum.b[k] += r.gradient.b[k]; }
+    loss += r.loss;
+  }
+  EXPECT_LT(testing::relative_error(packed.gradient.w, sum.w), 1e-12);
+  EXPECT_LT(testing::relative_error(packed.gradient.u, sum.u), 1e-12);
+  EXPECT_LT(testing::relative_error(packed.gradient.b, sum.b), 1e-12);
+  EXPECT_NEAR(packed.loss, loss, 1e-12 * (1 + std::fabs(loss)));
+}
+
+TEST(LstmCpuPacked, EveryPolicyGivesTheSameBitsOverLayersOfUnequalSize)
+{
+  ls::problem p{6, 12, 4, 5};
+  p.lengths = {12, 12, 9, 6, 3, 1};
+  std::uint64_t const seed = testing::fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  instance<float> const in = random_instance<float>(p, seed, true);
+  ls::options base = cpu_options();
+  base.policy = tape_policy::store;
+  base.pipeline.tile_records = 4;
+  base.pipeline.stages = 2;
+  ls::gradient_result<float> const reference = ls::gradient(p, in.params, in.seq, base);
+  ASSERT_EQ(reference.chain.step_plans.size(), p.steps);
+  for (auto [policy, percent] : {std::pair<tape_policy, int>{tape_policy::offload, 100}, {tape_policy::offload, 30},
+                                 {tape_policy::recompute, 40}, {tape_policy::automatic, 40}}) {
+    ls::options o = base;
+    o.policy = policy;
+    o.budget_bytes = reference.chain.tape_bytes * static_cast<std::size_t>(percent) / 100;
+    // Forced offload keeps every layer on the host; `auto` gets room for a quarter of the tape
+    // there, so it mixes the tiers.
+    o.host_budget_bytes = policy == tape_policy::automatic ? reference.chain.tape_bytes / 4 : reference.chain.tape_bytes;
+    ls::gradient_result<float> const r = ls::gradient(p, in.params, in.seq, o);
+    SCOPED_TRACE(std::string{to_string(policy)} + " at " + std::to_string(percent) + " %: " + r.chain.tiers.describe());
+    EXPECT_TRUE(same_bits(r.gradient.w, reference.gradient.w));
+    EXPECT_TRUE(same_bits(r.gradient.u, reference.gradient.u));
+    EXPECT_TRUE(same_bits(r.gradient.b, reference.gradient.b));
+    EXPECT_EQ(r.loss, reference.loss);
+    EXPECT_LE(r.chain.peak_tape_bytes, o.budget_bytes);
+    if (policy == tape_policy::automatic) { EXPECT_EQ(r.chain.policy, tape_policy::mixed); }
+    EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
+  }
+}
+
+TEST(LstmCpuPacked, PrimalCarriesEndedSequences)
+{
+  ls::problem const p = packed_problem();
+  instance<double> const in = random_instance<double>(p, testing::fresh_seed(), true);
+  ls::final_state<double> const s = ls::primal(p, in.params, in.seq, cpu_options());
+  real const expect = reference_loss(widen(p, in));
+  EXPECT_NEAR(ls::loss(s.h), static_cast<double>(expect), 1e-12 * (1 + std::fabs(static_cast<double>(expect))));
+  // Sequence 4 ran one step: its final state is its state after that step, alone.
+  auto const [q, one] = sequence_alone(p, in, 4);
+  ls::final_state<double> const alone = ls::primal(q, one.params, one.seq, cpu_options());
+  for (std::size_t j = 0; j < p.hidden; ++j) {
+    EXPECT_EQ(s.h[4 * p.hidden + j], alone.h[j]) << j;
+    EXPECT_EQ(s.c[4 * p.hidden + j], alone.c[j]) << j;
+  }
+}
+
+TEST(LstmCpuPacked, BadLengthsAreTypedErrorsNamingTheRule)
+{
+  ls::problem const good = packed_problem();
+  instance<float> const in = random_instance<float>(good, testing::fresh_seed(), false);
+  auto message = [&](std::vector<std::size_t> lengths) -> std::string {
+    ls::problem p = good;
+    p.lengths = std::move(lengths);
+    try {
+      static_cast<void>(ls::gradient(p, in.params, in.seq, cpu_options()));
+    } catch (logic_error const& e) {
+      EXPECT_THROW(static_cast<void>(ls::plan<float>(p, cpu_options())), logic_error);
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(message({7, 5, 5, 2}).find("batch has B = 5"), std::string::npos);
+  EXPECT_NE(message({6, 5, 5, 2, 1}).find("must run all T = 7"), std::string::npos);
+  EXPECT_NE(message({7, 5, 5, 2, 0}).find("lengths[4] is 0"), std::string::npos);
+  EXPECT_NE(message({7, 2, 5, 2, 1}).find("non-increasing"), std::string::npos);
+  EXPECT_NE(message({8, 5, 5, 2, 1}).find("must run all T = 7"), std::string::npos);
   EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
 }
 

@@ -6,6 +6,7 @@
 
 #include <tapeflow/error.hpp>
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <limits>
@@ -35,8 +36,8 @@ void expect_size(std::size_t got, std::size_t want, std::string const& what)
                                      " path in this build (its GPU path is CUDA-only: cuBLAS)");
 }
 
-/// The sizes alone: every size at least 1, the cuBLAS dimensions (4H, T B, I, H) in an int, and
-/// every buffer's byte count in a size_t.
+/// The sizes alone: every size at least 1, the cuBLAS dimensions (4H, T B, I, H) in an int, every
+/// buffer's byte count in a size_t, and the lengths of packed sequences (lstm.hpp's `problem`).
 void check_problem(problem const& p, std::size_t value_bytes)
 {
   TAPEFLOW_EXPECTS(p.batch >= 1, "the batch size B must be at least 1");
@@ -54,9 +55,32 @@ void check_problem(problem const& p, std::size_t value_bytes)
   static_cast<void>(checked_product(checked_product(columns, p.input, "x"), value_bytes, "x's bytes"));
   static_cast<void>(checked_product(checked_product(gates, p.input, "W"), value_bytes, "W's bytes"));
   static_cast<void>(checked_product(checked_product(gates, p.hidden, "U"), value_bytes, "U's bytes"));
+  if (p.lengths.empty()) { return; }
+  TAPEFLOW_EXPECTS(p.lengths.size() == p.batch, "lengths holds " + std::to_string(p.lengths.size()) +
+                                                  " sequence lengths; the batch has B = " + std::to_string(p.batch));
+  TAPEFLOW_EXPECTS(p.lengths.front() == p.steps, "the longest sequence (lengths[0] = " +
+                                                   std::to_string(p.lengths.front()) + ") must run all T = " +
+                                                   std::to_string(p.steps) + " steps");
+  for (std::size_t b = 0; b < p.batch; ++b) {
+    TAPEFLOW_EXPECTS(p.lengths[b] >= 1, "lengths[" + std::to_string(b) + "] is 0; every sequence runs at least 1 step");
+    TAPEFLOW_EXPECTS(b == 0 || p.lengths[b] <= p.lengths[b - 1],
+                     "lengths must be non-increasing (sorted longest first, as pack_padded_sequence's "
+                     "enforce_sorted): lengths[" +
+                       std::to_string(b) + "] = " + std::to_string(p.lengths[b]) + " follows " +
+                       std::to_string(p.lengths[b - 1]));
+  }
 }
 
 }  // namespace
+
+std::size_t active_sequences(problem const& p, std::size_t t) noexcept
+{
+  if (p.lengths.empty()) { return p.batch; }
+  // The lengths are non-increasing: the sequences longer than t are a prefix.
+  return static_cast<std::size_t>(std::partition_point(p.lengths.begin(), p.lengths.end(),
+                                                       [t](std::size_t length) { return length > t; }) -
+                                  p.lengths.begin());
+}
 
 template <class T>
 void validate(problem const& p, weights<T> const& params, sequence<T> const& seq)
@@ -93,8 +117,13 @@ chain_stats plan(problem const& p, options const& o)
 {
   check_problem(p, sizeof(T));
   if (o.kind != backend::cpu && o.kind != backend::cuda) { no_backend(o.kind); }
-  return plan_chain(sizeof(record<T>), p.batch * p.hidden, p.steps, 2 * p.batch * p.hidden * sizeof(T),
-                    chain_options_of(o));
+  std::size_t const state_bytes = 2 * p.batch * p.hidden * sizeof(T);
+  if (p.lengths.empty()) {
+    return plan_chain(sizeof(record<T>), p.batch * p.hidden, p.steps, state_bytes, chain_options_of(o));
+  }
+  std::vector<std::size_t> records(p.steps);
+  for (std::size_t t = 0; t < p.steps; ++t) { records[t] = active_sequences(p, t) * p.hidden; }
+  return plan_chain(sizeof(record<T>), records, state_bytes, chain_options_of(o));
 }
 
 template <class T>
@@ -116,9 +145,9 @@ T loss(std::vector<T> const& h)
 }
 
 template <class T>
-std::size_t layer_bytes(problem const& p) noexcept
+std::size_t layer_bytes(problem const& p, std::size_t t) noexcept
 {
-  return p.batch * p.hidden * sizeof(record<T>);
+  return active_sequences(p, t) * p.hidden * sizeof(record<T>);
 }
 
 template void validate(problem const&, weights<float> const&, sequence<float> const&);
@@ -133,7 +162,7 @@ template chain_stats plan<float>(problem const&, options const&);
 template chain_stats plan<double>(problem const&, options const&);
 template float loss(std::vector<float> const&);
 template double loss(std::vector<double> const&);
-template std::size_t layer_bytes<float>(problem const&) noexcept;
-template std::size_t layer_bytes<double>(problem const&) noexcept;
+template std::size_t layer_bytes<float>(problem const&, std::size_t) noexcept;
+template std::size_t layer_bytes<double>(problem const&, std::size_t) noexcept;
 
 }  // namespace tapeflow::workloads::lstm

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The LSTM on the CPU reference backend: the matrix products as plain loops, the cells through the
-// shared math, every loop spread over the CPU backend's threads by what it writes (a row of a
+// The LSTM on the CPU reference backend: the matrix products as plain loops over the sequences a
+// step advances, the cells through the shared math (ended sequences carry their state and
+// adjoint), every loop spread over the CPU backend's threads by what it writes (a row of a
 // product, a cell, a row of a parameter gradient), so the sums run in one order whatever the
 // thread count; the reverse's records come through cpu::reverse_tiles.
 #include "backends.hpp"
@@ -27,7 +28,9 @@ struct cpu_step {
 
   [[nodiscard]] std::size_t gates() const noexcept { return 4 * p.hidden; }
   [[nodiscard]] std::size_t state_size() const noexcept { return 2 * p.batch * p.hidden; }
-  [[nodiscard]] std::size_t records_per_step() const noexcept { return p.batch * p.hidden; }
+  [[nodiscard]] std::size_t cells() const noexcept { return p.batch * p.hidden; }
+  /// B_t H: the cells of the sequences step t advances (all B H unless the sequences are packed).
+  [[nodiscard]] std::size_t records_per_step(std::size_t t) const noexcept { return active_sequences(p, t) * p.hidden; }
   [[nodiscard]] std::size_t parameter_size() const noexcept { return parameter_count(p); }
 
   /// wx[:, t B + b] = W x_t[b] for every step at once.
@@ -48,11 +51,11 @@ struct cpu_step {
     });
   }
 
-  /// z[:, b] = U h[b].
-  void recurrent(T const* h) const
+  /// z[:, b] = U h[b] for the first `active` sequences.
+  void recurrent(T const* h, std::size_t active) const
   {
     std::size_t const G = gates();
-    cpu::parallel_for(p.batch, cpu::grain_for(p.batch), [&](std::size_t begin, std::size_t end) {
+    cpu::parallel_for(active, cpu::grain_for(active), [&](std::size_t begin, std::size_t end) {
       for (std::size_t b = begin; b < end; ++b) {
         for (std::size_t r = 0; r < G; ++r) {
           T const* u = buf.u + r * p.hidden;
@@ -64,26 +67,35 @@ struct cpu_step {
     });
   }
 
-  void forward(std::size_t t, T const* in, T* out, stream_view) const
+  /// The cells of step t: cell_of(r) for the B_t H cells of the sequences it advances; the others
+  /// carry their state.
+  template <class Cell>
+  void cells_of(std::size_t t, T const* in, T* out, Cell&& cell_of) const
   {
-    recurrent(in);
-    T const* wx = buf.wx + t * p.batch * gates();
-    cpu::parallel_for(records_per_step(), cpu::grain_for(records_per_step(), 256), [&](std::size_t begin, std::size_t end) {
+    std::size_t const active = records_per_step(t);
+    cpu::parallel_for(cells(), cpu::grain_for(cells(), 256), [&](std::size_t begin, std::size_t end) {
       for (std::size_t r = begin; r < end; ++r) {
-        static_cast<void>(forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r));
+        if (r < active) {
+          cell_of(r);
+        } else {
+          carry_cell(in, out, p.hidden, p.batch, r);
+        }
       }
     });
   }
 
+  void forward(std::size_t t, T const* in, T* out, stream_view) const
+  {
+    recurrent(in, active_sequences(p, t));
+    T const* wx = buf.wx + t * p.batch * gates();
+    cells_of(t, in, out, [&](std::size_t r) { static_cast<void>(forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r)); });
+  }
+
   void augmented_forward(std::size_t t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
   {
-    recurrent(in);
+    recurrent(in, active_sequences(p, t));
     T const* wx = buf.wx + t * p.batch * gates();
-    cpu::parallel_for(tape.size(), cpu::grain_for(tape.size(), 256), [&](std::size_t begin, std::size_t end) {
-      for (std::size_t r = begin; r < end; ++r) {
-        tape.write(r, forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r));
-      }
-    });
+    cells_of(t, in, out, [&](std::size_t r) { tape.write(r, forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r)); });
   }
 
   void reverse(std::size_t t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
@@ -98,28 +110,36 @@ struct cpu_step {
         }
       },
       staging.get());
+    // The sequences that have ended pass their adjoint back unchanged.
+    std::size_t const active = active_sequences(p, t);
+    std::size_t const taped = records_per_step(t);
+    std::size_t const ended = cells() - taped;
+    cpu::parallel_for(ended, cpu::grain_for(ended, 256), [&](std::size_t begin, std::size_t end) {
+      for (std::size_t k = begin; k < end; ++k) { carry_cell(g_out, g_in, p.hidden, p.batch, taped + k); }
+    });
     std::size_t const G = gates();
     T const* x = buf.x + t * p.batch * p.input;
-    // dW += δz X_tᵀ, dU += δz H_prevᵀ, db += Σ_b δz: a thread per row r, sums over b in order.
+    // dW += δz X_tᵀ, dU += δz H_prevᵀ, db += Σ_b δz over the B_t active sequences: a thread per
+    // row r, sums over b in order.
     cpu::parallel_for(G, cpu::grain_for(G), [&](std::size_t r_begin, std::size_t r_end) {
       for (std::size_t r = r_begin; r < r_end; ++r) {
         for (std::size_t i = 0; i < p.input; ++i) {
           T acc = 0;
-          for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r] * x[b * p.input + i]; }
+          for (std::size_t b = 0; b < active; ++b) { acc += buf.dz[b * G + r] * x[b * p.input + i]; }
           g.dw[r * p.input + i] += acc;
         }
         for (std::size_t j = 0; j < p.hidden; ++j) {
           T acc = 0;
-          for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r] * buf.h_prev[b * p.hidden + j]; }
+          for (std::size_t b = 0; b < active; ++b) { acc += buf.dz[b * G + r] * buf.h_prev[b * p.hidden + j]; }
           g.du[r * p.hidden + j] += acc;
         }
         T acc = 0;
-        for (std::size_t b = 0; b < p.batch; ++b) { acc += buf.dz[b * G + r]; }
+        for (std::size_t b = 0; b < active; ++b) { acc += buf.dz[b * G + r]; }
         g.db[r] += acc;
       }
     });
-    // dL/dh_prev = Uᵀ δz.
-    cpu::parallel_for(p.batch, cpu::grain_for(p.batch), [&](std::size_t b_begin, std::size_t b_end) {
+    // dL/dh_prev = Uᵀ δz for the active sequences.
+    cpu::parallel_for(active, cpu::grain_for(active), [&](std::size_t b_begin, std::size_t b_end) {
       for (std::size_t b = b_begin; b < b_end; ++b) {
         for (std::size_t j = 0; j < p.hidden; ++j) {
           T acc = 0;

@@ -15,6 +15,10 @@
 //             cells: gates(Z + WX_t + b), c', h', record
 //   reverse   cells: δz, dL/dc, h_prev     staged from the tape
 //             dW_cm += X_t δzᵀ,  dU_cm += H_prev δzᵀ,  dL/dh = U_cm δz,  db += δz 1
+//
+// Packed sequences (lstm.hpp): step t advances the first B_t sequences, so every per-step product
+// runs over the first B_t columns and the tape holds B_t H records; the cell kernels carry the
+// ended sequences' state forward and their adjoint back.
 #pragma once
 
 #include <tapeflow/device/blas.hpp>
@@ -32,29 +36,42 @@ namespace tapeflow::workloads::lstm::detail {
 
 inline constexpr int cell_threads = 256;
 
+/// The primal cells of a step: the first `active` cells (B_t H) advance, the others carry their state.
 template <class T>
 __global__ void primal_cells_kernel(T const* __restrict__ z, T const* __restrict__ wx, T const* __restrict__ bias,
                                     T const* __restrict__ in, T* __restrict__ out, std::size_t hidden,
-                                    std::size_t batch)
+                                    std::size_t batch, std::size_t active)
 {
   std::size_t const cells = batch * hidden;
   for (std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; r < cells;
        r += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    static_cast<void>(forward_cell(z, wx, bias, in, out, hidden, batch, r));
+    if (r < active) {
+      static_cast<void>(forward_cell(z, wx, bias, in, out, hidden, batch, r));
+    } else {
+      carry_cell(in, out, hidden, batch, r);
+    }
   }
 }
 
+/// The augmented cells: one record for each of the tape's B_t H cells; the others carry their state.
 template <class T>
 __global__ void augmented_cells_kernel(T const* __restrict__ z, T const* __restrict__ wx,
                                        T const* __restrict__ bias, T const* __restrict__ in, T* __restrict__ out,
                                        tape_writer<record<T>> tape, std::size_t hidden, std::size_t batch)
 {
-  for (std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; r < tape.size();
+  std::size_t const cells = batch * hidden;
+  for (std::size_t r = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; r < cells;
        r += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    tape.write(r, forward_cell(z, wx, bias, in, out, hidden, batch, r));
+    if (r < tape.size()) {
+      tape.write(r, forward_cell(z, wx, bias, in, out, hidden, batch, r));
+    } else {
+      carry_cell(in, out, hidden, batch, r);
+    }
   }
 }
 
+/// The reverse cells: the tape's records through the tile pipeline, then the cells of ended
+/// sequences pass their adjoint back.
 template <class T, int Stages>
 __global__ void reverse_cells_kernel(tape_reader<record<T>> tape, T const* __restrict__ g_out, T* __restrict__ g_in,
                                      T* __restrict__ dz, T* __restrict__ h_prev, std::size_t hidden,
@@ -66,6 +83,11 @@ __global__ void reverse_cells_kernel(tape_reader<record<T>> tape, T const* __res
         reverse_cell(staged[k], g_out, g_in, dz, h_prev, hidden, batch, first + k);
       }
     });
+  std::size_t const cells = batch * hidden;
+  for (std::size_t r = tape.layout().records + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; r < cells;
+       r += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    carry_cell(g_out, g_in, hidden, batch, r);
+  }
 }
 
 template <class T>
@@ -97,10 +119,12 @@ struct cuda_step {
 
   [[nodiscard]] int gates() const noexcept { return static_cast<int>(4 * p.hidden); }
   [[nodiscard]] int hidden() const noexcept { return static_cast<int>(p.hidden); }
-  [[nodiscard]] int batch() const noexcept { return static_cast<int>(p.batch); }
   [[nodiscard]] int input() const noexcept { return static_cast<int>(p.input); }
   [[nodiscard]] std::size_t state_size() const noexcept { return 2 * p.batch * p.hidden; }
-  [[nodiscard]] std::size_t records_per_step() const noexcept { return p.batch * p.hidden; }
+  [[nodiscard]] std::size_t cells() const noexcept { return p.batch * p.hidden; }
+  /// B_t: the sequences step t advances (all B unless the sequences are packed).
+  [[nodiscard]] int active(std::size_t t) const noexcept { return static_cast<int>(active_sequences(p, t)); }
+  [[nodiscard]] std::size_t records_per_step(std::size_t t) const noexcept { return active_sequences(p, t) * p.hidden; }
   [[nodiscard]] std::size_t parameter_size() const noexcept { return parameter_count(p); }
 
   /// WX = W_cmᵀ X: the input projection of every step in one GEMM (G x T B).
@@ -110,27 +134,27 @@ struct cuda_step {
       static_cast<int>(p.steps * p.batch), input(), T(1), buf.w, input(), buf.x, input(), T(0), buf.wx, gates());
   }
 
-  /// Z = U_cmᵀ h (G x B).
-  void recurrent(T const* h, stream_view s) const
+  /// Z = U_cmᵀ h (G x B_t): the sequences step t advances are h's first B_t columns.
+  void recurrent(std::size_t t, T const* h, stream_view s) const
   {
-    device::gemm(*blas, s, device::blas_op::transpose, device::blas_op::none, gates(), batch(), hidden(), T(1), buf.u,
-      hidden(), h, hidden(), T(0), buf.z, gates());
+    device::gemm(*blas, s, device::blas_op::transpose, device::blas_op::none, gates(), active(t), hidden(), T(1),
+      buf.u, hidden(), h, hidden(), T(0), buf.z, gates());
   }
 
   [[nodiscard]] T const* wx_of(std::size_t t) const noexcept { return buf.wx + t * p.batch * 4 * p.hidden; }
 
   void forward(std::size_t t, T const* in, T* out, stream_view s) const
   {
-    recurrent(in, s);
-    int const grid = device::grid_for(records_per_step(), cell_threads, multiprocessors);
+    recurrent(t, in, s);
+    int const grid = device::grid_for(cells(), cell_threads, multiprocessors);
     device::launch(primal_cells_kernel<T>, grid, cell_threads, 0, s, buf.z, wx_of(t), buf.b, in, out, p.hidden,
-      p.batch);
+      p.batch, records_per_step(t));
   }
 
   void augmented_forward(std::size_t t, T const* in, T* out, tape_writer<record_type> tape, stream_view s) const
   {
-    recurrent(in, s);
-    int const grid = device::grid_for(tape.size(), cell_threads, multiprocessors);
+    recurrent(t, in, s);
+    int const grid = device::grid_for(cells(), cell_threads, multiprocessors);
     device::launch(augmented_cells_kernel<T>, grid, cell_threads, 0, s, buf.z, wx_of(t), buf.b, in, out, tape, p.hidden,
       p.batch);
   }
@@ -151,17 +175,20 @@ struct cuda_step {
         g_in, buf.dz, buf.h_prev, p.hidden, p.batch);
     });
     T const* x_t = buf.x + t * p.batch * p.input;
+    // Over the B_t sequences the step advanced (the first B_t columns of X_t, δz, H_prev, g_in):
+    int const n = active(t);
     // dW_cm (I x G) += X_t δzᵀ
-    device::gemm(*blas, s, device::blas_op::none, device::blas_op::transpose, input(), gates(), batch(), T(1), x_t,
-      input(), buf.dz, gates(), T(1), g.dw, input());
+    device::gemm(*blas, s, device::blas_op::none, device::blas_op::transpose, input(), gates(), n, T(1), x_t, input(),
+      buf.dz, gates(), T(1), g.dw, input());
     // dU_cm (H x G) += H_prev δzᵀ
-    device::gemm(*blas, s, device::blas_op::none, device::blas_op::transpose, hidden(), gates(), batch(), T(1),
-      buf.h_prev, hidden(), buf.dz, gates(), T(1), g.du, hidden());
-    // dL/dh_prev (H x B) = U_cm δz: the h half of g_in (its c half came from the cells)
-    device::gemm(*blas, s, device::blas_op::none, device::blas_op::none, hidden(), batch(), gates(), T(1), buf.u,
-      hidden(), buf.dz, gates(), T(0), g_in, hidden());
+    device::gemm(*blas, s, device::blas_op::none, device::blas_op::transpose, hidden(), gates(), n, T(1), buf.h_prev,
+      hidden(), buf.dz, gates(), T(1), g.du, hidden());
+    // dL/dh_prev (H x B_t) = U_cm δz: the h half of g_in (its c half came from the cells; the ended
+    // sequences' from the carry)
+    device::gemm(*blas, s, device::blas_op::none, device::blas_op::none, hidden(), n, gates(), T(1), buf.u, hidden(),
+      buf.dz, gates(), T(0), g_in, hidden());
     // db += δz 1
-    device::gemv(*blas, s, device::blas_op::none, gates(), batch(), T(1), buf.dz, gates(), buf.ones, T(1), g.db);
+    device::gemv(*blas, s, device::blas_op::none, gates(), n, T(1), buf.dz, gates(), buf.ones, T(1), g.db);
   }
 };
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The LSTM workload: one layer, T steps over a batch of B sequences, loss L = Σ h_T, gradient
-// dL/d(W, U, b) through tapeflow's tape (the configuration of Futhark's AD evaluation: the matrix
-// products on cuBLAS, the cells in tapeflow's kernels). See docs/workloads/lstm.md.
+// The LSTM workload: one layer, T steps over a batch of B sequences (of one length, or packed
+// variable lengths), loss L = Σ h_T, gradient dL/d(W, U, b) through tapeflow's tape (the
+// configuration of Futhark's AD evaluation: the matrix products on cuBLAS, the cells in
+// tapeflow's kernels). See docs/workloads/lstm.md.
 #pragma once
 
 #include <workload_common/run_options.hpp>
@@ -25,7 +26,16 @@ struct problem {
   std::size_t steps{0};   ///< T
   std::size_t input{0};   ///< I
   std::size_t hidden{0};  ///< H
+  /// Variable-length sequences, packed as PyTorch's pack_padded_sequence(enforce_sorted=True):
+  /// sequence b runs lengths[b] steps, the lengths are non-increasing, the first is T, and every
+  /// one is at least 1. Step t then advances only the first B_t sequences (those longer than t);
+  /// the others keep their state, so the final state holds each sequence's state after its own
+  /// last step. x stays T x B x I (the padding is never read). Empty: every sequence runs T steps.
+  std::vector<std::size_t> lengths{};
 };
+
+/// B_t: the sequences step t advances (B when the problem has no lengths).
+[[nodiscard]] std::size_t active_sequences(problem const& p, std::size_t t) noexcept;
 
 /// The layer's parameters, row-major as in PyTorch's weight_ih_l0 / weight_hh_l0, gates i, f, g, o.
 template <class T>
@@ -65,11 +75,12 @@ struct final_state {
 };
 
 /// Throws logic_error unless every size is at least 1, the products fit the matrix libraries'
-/// int dimensions, and the weights and the sequence have the sizes the problem says.
+/// int dimensions, the lengths (if any) are as `problem` says, and the weights and the sequence
+/// have the sizes the problem says.
 template <class T>
 void validate(problem const& p, weights<T> const& params, sequence<T> const& seq);
 
-/// L = Σ h_T and dL/d(W, U, b). The CUDA backend runs the matrix products on cuBLAS in full
+/// L = Σ h_T (each sequence's h after its last step) and dL/d(W, U, b). The CUDA backend runs the matrix products on cuBLAS in full
 /// fp32/fp64 (no TF32); there is no HIP path (unavailable_error).
 template <class T>
 [[nodiscard]] gradient_result<T> gradient(problem const& p, weights<T> const& params, sequence<T> const& seq,
@@ -88,8 +99,8 @@ template <class T>
 template <class T>
 [[nodiscard]] T loss(std::vector<T> const& h);
 
-/// Tape bytes of one step: B x H records.
+/// Tape bytes of step t: B_t x H records (the first step's is the largest).
 template <class T>
-[[nodiscard]] std::size_t layer_bytes(problem const& p) noexcept;
+[[nodiscard]] std::size_t layer_bytes(problem const& p, std::size_t t = 0) noexcept;
 
 }  // namespace tapeflow::workloads::lstm

@@ -10,7 +10,8 @@
 //   δz_i = g_c_total g i (1 - i)      δz_f = g_c_total c f (1 - f)
 //   δz_g = g_c_total i (1 - g²)       δz_o = g_h tanh(c') o (1 - o)
 //   dL/dc = g_c_total f
-// The matrix products (dW, dU, dL/dh = Uᵀ δz, db) are the backends' business.
+// The matrix products (dW, dU, dL/dh = Uᵀ δz, db) are the backends' business. With packed
+// sequences, a cell whose sequence has ended carries its state forward and its adjoint back.
 #pragma once
 
 #include <tapeflow/config.hpp>
@@ -143,6 +144,16 @@ TAPEFLOW_HOST_DEVICE void reverse_cell(record<T> const& rec, T const* g_out, T* 
   dz[base + 3 * hidden] = a.dz_o;
   h_prev[r] = rec.h_prev;
   g_in[cells + r] = a.g_c_prev;
+}
+
+/// Cell r of a sequence that has ended (packed sequences, r >= B_t H): its state (h, c), or its
+/// adjoint (g_h, g_c), passes through the step unchanged.
+template <class T>
+TAPEFLOW_HOST_DEVICE void carry_cell(T const* in, T* out, std::size_t hidden, std::size_t batch, std::size_t r) noexcept
+{
+  std::size_t const cells = batch * hidden;
+  out[r] = in[r];
+  out[cells + r] = in[cells + r];
 }
 
 }  // namespace tapeflow::workloads::lstm

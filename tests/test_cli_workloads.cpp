@@ -121,6 +121,31 @@ TEST_F(Cli, LstmGradientIsTheApiGradient)
   expect_same_bits(read<double>("g.bin"), concat<double>({&r.gradient.w, &r.gradient.u, &r.gradient.b}), "lstm");
 }
 
+TEST_F(Cli, PackedLstmGradientIsTheApiGradientAndItsPlanListsEveryLayer)
+{
+  std::string const shape = " --batch 3 --steps 4 --input-size 5 --hidden 6";
+  ASSERT_EQ(run("init lstm" + shape + " --dtype f64 --out " + path("in.bin")), 0) << output_;
+  ASSERT_EQ(run("run lstm" + shape + " --lengths 4,2,1 --dtype f64 --backend cpu --input " + path("in.bin") +
+                " --grad-out " + path("g.bin") + " --json " + path("s.json")),
+            0)
+    << output_;
+  EXPECT_NE(output_.find("packed: lengths 4 down to 1, 7 sequence steps of 12"), std::string::npos) << output_;
+  EXPECT_NE(text("s.json").find("\"lengths\": [4, 2, 1]"), std::string::npos) << text("s.json");
+  wl::lstm::problem p{3, 4, 5, 6};
+  p.lengths = {4, 2, 1};
+  std::vector<std::vector<double>> in = parts_of(read<double>("in.bin"), {24 * 5, 24 * 6, 24, 4 * 3 * 5, 18, 18});
+  wl::lstm::weights<double> const w{in[0], in[1], in[2]};
+  wl::lstm::sequence<double> const seq{in[3], in[4], in[5]};
+  wl::lstm::options o;
+  o.kind = backend::cpu;
+  auto const r = wl::lstm::gradient(p, w, seq, o);
+  expect_same_bits(read<double>("g.bin"), concat<double>({&r.gradient.w, &r.gradient.u, &r.gradient.b}), "lstm");
+  // Layers of 3, 2, 1, 1 sequences of 6 cells.
+  ASSERT_EQ(run("plan lstm" + shape + " --lengths 4,2,1 --backend cpu --json " + path("p.json")), 0) << output_;
+  EXPECT_NE(output_.find("tape 4 layers of up to"), std::string::npos) << output_;
+  EXPECT_NE(text("p.json").find("\"records_per_step\": [18, 12, 6, 6]"), std::string::npos) << text("p.json");
+}
+
 TEST_F(Cli, Rk4GradientIsTheApiGradient)
 {
   std::string const shape = " --particles 40 --max-steps 30 --dt 0.02";
@@ -251,6 +276,12 @@ TEST_F(Cli, BadUsageAndInputOfEveryWorkloadExitWithStatus2)
   EXPECT_EQ(run("plan burgers --n 10 --steps 3 --backend cpu --a nan"), 2);
   EXPECT_NE(output_.find("finite number"), std::string::npos) << output_;
   EXPECT_EQ(run("plan lstm --batch 2 --steps 3 --input-size 4 --hidden 5 --capture-reverse --backend cpu"), 0);
+  EXPECT_EQ(run("plan lstm --batch 2 --steps 3 --input-size 4 --hidden 5 --lengths 3,1,1"), 2);
+  EXPECT_NE(output_.find("the batch has B = 2"), std::string::npos) << output_;
+  EXPECT_EQ(run("plan lstm --batch 2 --steps 3 --input-size 4 --hidden 5 --lengths 1,3"), 2);
+  EXPECT_NE(output_.find("must run all T = 3"), std::string::npos) << output_;
+  EXPECT_EQ(run("plan lstm --batch 2 --steps 3 --input-size 4 --hidden 5 --lengths 3,"), 2);
+  EXPECT_NE(output_.find("'--lengths'"), std::string::npos) << output_;
   EXPECT_EQ(run("run gmm --d 2 --k 3 --points 40 --input " + path("tiny.bin") + " --grad-out " + path("g.bin") +
                 " --backend cpu"),
             2);

@@ -344,11 +344,12 @@ void print_header(command cmd, workload const& w, std::string const& sizes, std:
 
 void print_chain_plan(chain_stats const& planned)
 {
-  std::printf("plan:   tape %zu layers x %s = %s; device budget %s\n", planned.steps,
+  bool const unequal = !planned.step_plans.empty();  // layers of different sizes, each tiled on its own
+  std::printf("plan:   tape %zu layers %s %s = %s; device budget %s\n", planned.steps, unequal ? "of up to" : "x",
               human_bytes(planned.layer_bytes).c_str(), human_bytes(planned.tape_bytes).c_str(),
               planned.budget_bytes == 0 ? "none" : human_bytes(planned.budget_bytes).c_str());
   std::printf("        tiers: %s\n", planned.tiers.describe().c_str());
-  std::printf("        each layer: %s\n", planned.plan.describe().c_str());
+  std::printf("        %s: %s\n", unequal ? "largest layer" : "each layer", planned.plan.describe().c_str());
   std::fflush(stdout);
 }
 
@@ -391,6 +392,11 @@ json_object chain_plan_json(chain_stats const& c)
     .add("planned_device_bytes", c.tiers.device_bytes)
     .add("estimated_overhead_ms", c.tiers.overhead_ms)
     .add("predicted_ms", c.tiers.predicted_ms);
+  if (!c.step_plans.empty()) {  // layers of different sizes: the records of each (the fields above: the largest)
+    std::vector<std::size_t> records;
+    for (pipeline_plan const& p : c.step_plans) { records.push_back(p.records); }
+    plan.add("records_per_step", records);
+  }
   // The costs the plan rests on when they were given or measured (absent: estimated).
   if (!c.step_costs.empty()) {
     step_cost const& s = c.step_costs.front();

@@ -65,4 +65,11 @@ json_object& json_object::add(std::string const& key, std::vector<std::string> c
   return raw(key, text + "]");
 }
 
+json_object& json_object::add(std::string const& key, std::vector<std::size_t> const& values)
+{
+  std::string text = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) { text += (i == 0 ? "" : ", ") + std::to_string(values[i]); }
+  return raw(key, text + "]");
+}
+
 }  // namespace tapeflow::cli

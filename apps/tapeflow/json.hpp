@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// A minimal JSON writer for the CLI's --json stats (objects, strings, numbers, booleans).
+// A minimal JSON writer for the CLI's --json stats (objects, strings, numbers, booleans, arrays).
 #pragma once
 
 #include <string>
@@ -18,6 +18,7 @@ class json_object {
   json_object& add(std::string const& key, json_object const& value);
   json_object& add(std::string const& key, std::vector<json_object> const& values);
   json_object& add(std::string const& key, std::vector<std::string> const& values);
+  json_object& add(std::string const& key, std::vector<std::size_t> const& values);
   [[nodiscard]] std::string str() const { return "{" + body_ + "}"; }
 
  private:

@@ -16,6 +16,23 @@ namespace ls = workloads::lstm;
 
 constexpr std::size_t max_dim = std::size_t{1} << 24;
 
+/// --lengths L0,L1,...: one positive count per sequence (the library checks the packing rules).
+std::vector<std::size_t> lengths_of(std::string const& text)
+{
+  std::vector<std::size_t> lengths;
+  std::size_t at = 0;
+  while (true) {
+    std::size_t const comma = text.find(',', at);
+    std::string const item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    lengths.push_back(parse_size("lengths", item, false));
+    if (comma == std::string::npos) { break; }
+    at = comma + 1;
+  }
+  return lengths;
+}
+
+/// `init` reads the shape alone (the input file is padded to T steps whatever the lengths); the
+/// other commands read --lengths too.
 ls::problem problem_of(parsed_args const& args)
 {
   ls::problem p;
@@ -23,6 +40,7 @@ ls::problem problem_of(parsed_args const& args)
   p.steps = count_of(args, "steps", 1, max_dim);
   p.input = count_of(args, "input-size", 1, max_dim);
   p.hidden = count_of(args, "hidden", 1, max_dim);
+  if (args.has("lengths")) { p.lengths = lengths_of(args.text("lengths")); }
   return p;
 }
 
@@ -35,14 +53,22 @@ std::vector<std::size_t> input_parts(ls::problem const& p)
 
 std::string sizes_of(ls::problem const& p)
 {
-  return "B = " + std::to_string(p.batch) + ", T = " + std::to_string(p.steps) + ", I = " + std::to_string(p.input) +
-         ", H = " + std::to_string(p.hidden);
+  std::string sizes = "B = " + std::to_string(p.batch) + ", T = " + std::to_string(p.steps) +
+                      ", I = " + std::to_string(p.input) + ", H = " + std::to_string(p.hidden);
+  if (!p.lengths.empty()) {
+    std::size_t steps = 0;
+    for (std::size_t length : p.lengths) { steps += length; }
+    sizes += ", packed: lengths " + std::to_string(p.lengths.front()) + " down to " + std::to_string(p.lengths.back()) +
+             ", " + std::to_string(steps) + " sequence steps of " + std::to_string(p.batch * p.steps);
+  }
+  return sizes;
 }
 
 json_object problem_json(ls::problem const& p)
 {
   json_object j;
   j.add("batch", p.batch).add("steps", p.steps).add("input_size", p.input).add("hidden", p.hidden);
+  if (!p.lengths.empty()) { j.add("lengths", p.lengths); }
   return j;
 }
 
@@ -192,7 +218,7 @@ int bench_as(parsed_args const& args, std::string const& dtype)
   print_chain_plan(last.chain);
   write_bench_row(args, w, "tapeflow-" + std::string{to_string(last.chain.policy)},
                   "B" + std::to_string(p.batch) + " T" + std::to_string(p.steps) + " I" + std::to_string(p.input) + " H" +
-                    std::to_string(p.hidden) + " " + dtype,
+                    std::to_string(p.hidden) + (p.lengths.empty() ? "" : " packed") + " " + dtype,
                   o.kind, primal_ms, grad_ms, api_timing, last.chain.tape_bytes, last.peak_device_bytes,
                   chain_plan_json(last.chain));
   return 0;
@@ -212,16 +238,24 @@ workload const& lstm_cli()
                                             {"steps", "T", "time steps", true},
                                             {"input-size", "I", "input features", true},
                                             {"hidden", "H", "hidden units", true}};
+  static std::vector<flag_spec> const problem = [] {
+    std::vector<flag_spec> flags = shape;
+    flags.push_back({"lengths", "L0,L1,...", "packed variable-length sequences: B lengths, longest (T) first", false});
+    return flags;
+  }();
   static workload const w{
     "lstm",
     "a one-layer LSTM over a batch of sequences: dL/d(W, U, b) for L = sum(h_T)",
     "Computes L = sum(h_T) of a one-layer LSTM (gates i, f, g, o as in PyTorch) run for T steps\n"
-    "over B sequences, and its gradient with respect to the weights W, U and the bias b.",
+    "over B sequences, and its gradient with respect to the weights W, U and the bias b.\n"
+    "With --lengths the sequences are packed as PyTorch's pack_padded_sequence: sequence b runs\n"
+    "its own L_b steps (non-increasing, L_0 = T), each step tapes only the sequences still running,\n"
+    "and h_T is each sequence's h after its last step.",
     "  IN.bin   --dtype values: W (4H*I, row-major as PyTorch's weight_ih_l0), U (4H*H, as\n"
-    "           weight_hh_l0), b (4H), x (T*B*I: x[t][b][i]), h0 (B*H), c0 (B*H)\n"
+    "           weight_hh_l0), b (4H), x (T*B*I: x[t][b][i], padded to T steps), h0 (B*H), c0 (B*H)\n"
     "  G.bin    dL/dW (4H*I), dL/dU (4H*H), dL/db (4H), laid out as the weights",
     shape,
-    shape,
+    problem,
     {},
     true,
     true,

@@ -15,7 +15,8 @@
 #             racecheck and synccheck over the tile pipelines, the tiers (the chains' policies and
 #             streams, the host tier), the thread tape and every workload's kernels (RACE_FILTER,
 #             HOST_RACE_FILTER); the four tools run at once, as separate processes
-#   cli       the README's main job on the GPU, its gradient compared with the CPU backend's
+#   cli       the README's main job on the GPU, its gradient compared with the CPU backend's; the
+#             packed LSTM on the GPU against torch.nn.LSTM (tests/torch/lstm_packed.py)
 #   profile   Nsight Compute counters and stall reasons of the kernels behind missed targets
 #   quick     bench/run.sh --quick: the whole benchmark pipeline (driver, peers, render) at tiny sizes
 #   bench     tapeflow_bench at the brief's sizes into bench/results/<date>-<device>.json
@@ -28,7 +29,7 @@
 # Each stage's log is LOG_DIR/<stage>*.log; LOG_DIR/summary.txt has one line per stage. The exit
 # status is 0 only when every stage that ran passed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 
 build=${BUILD_DIR:-build/gpu-sm90}
 logs=${LOG_DIR:-gpu-check}
@@ -138,21 +139,19 @@ stage_sanitize() {
   return $rc
 }
 
-stage_cli() {
-  local work
-  work=$(mktemp -d)
-  {
-    set -e
-    "$build/tapeflow" init allen-cahn --n 512 --out "$work/u0.bin"
-    "$build/tapeflow" run allen-cahn --n 512 --steps 100 --input "$work/u0.bin" --grad-out "$work/gpu.bin" \
-      --json "$logs/cli-gpu.json"
-    "$build/tapeflow" run allen-cahn --n 512 --steps 100 --input "$work/u0.bin" --grad-out "$work/cpu.bin" \
-      --backend cpu
-    for policy in offload recompute auto; do
-      "$build/tapeflow" run allen-cahn --n 512 --steps 100 --input "$work/u0.bin" --grad-out "$work/$policy.bin" \
-        --policy "$policy" --budget 25M
-    done
-    python3 - "$work" <<'PY'
+cli_job() {  # work folder. Every command's failure fails the stage: `set -e` has no effect in a
+            # function that runs as an `if` condition, as every stage does (run_stage).
+  local work=$1 tapeflow=$build/tapeflow
+  "$tapeflow" init allen-cahn --n 512 --out "$work/u0.bin" || return 1
+  "$tapeflow" run allen-cahn --n 512 --steps 100 --input "$work/u0.bin" --grad-out "$work/gpu.bin" \
+    --json "$logs/cli-gpu.json" || return 1
+  "$tapeflow" run allen-cahn --n 512 --steps 100 --input "$work/u0.bin" --grad-out "$work/cpu.bin" \
+    --backend cpu || return 1
+  for policy in offload recompute auto; do
+    "$tapeflow" run allen-cahn --n 512 --steps 100 --input "$work/u0.bin" --grad-out "$work/$policy.bin" \
+      --policy "$policy" --budget 25M || return 1
+  done
+  python3 - "$work" <<'PY' || return 1
 import array, math, sys
 w = sys.argv[1]
 def load(name):
@@ -170,10 +169,16 @@ for policy in ("offload", "recompute", "auto"):
     print(f"{policy} --budget 25M: {'same bits as store' if same else 'DIFFERENT bits from store'}")
     assert same
 PY
-  } >"$logs/cli.log" 2>&1
-  local rc=$?
+  # The packed LSTM on the GPU against torch.nn.LSTM on a PackedSequence, in float64.
+  python3 tests/torch/lstm_packed.py "$tapeflow" --backend cuda || return 1
+}
+
+stage_cli() {
+  local work rc=0
+  work=$(mktemp -d)
+  cli_job "$work" >"$logs/cli.log" 2>&1 || rc=1
   rm -rf "$work"
-  grep -E '^tapeflow run|relative error|bits' "$logs/cli.log" | sed -n '1p;/error/p;/bits/p' | tee -a "$summary"
+  grep -E '^tapeflow run|relative error|bits|^lstm_packed' "$logs/cli.log" | sed -n '1p;/error/p;/bits/p;/^lstm_packed/p' | tee -a "$summary"
   return $rc
 }
 

@@ -11,6 +11,10 @@ dL/d(W, U, b) with W = weight_ih (4H x I), U = weight_hh (4H x H), b (4H). Varia
   torch.compile  the same hand-written cell compiled with torch.compile, the loop over steps in
                  Python
 
+The packed size ("B1024 T300 I80 H256 packed": sequence b runs packed_lengths' L_b steps, longest
+first, h_T being each sequence's last h) runs `cudnn` on a PackedSequence and `pytorch-eager` with
+the cell applied, step by step, to the sequences still running.
+
 TF32 is off everywhere (cuDNN and matmuls): every row is full-fp32 math, like tapeflow's
 (cuBLAS CUBLAS_DEFAULT_MATH). primal = forward without grad; grad = forward + backward for the
 parameters. Before timing, the script checks its gradients once at a tiny size: the hand-written
@@ -32,10 +36,17 @@ WORKLOAD = "lstm"
 SIZES = [(1024, 20, 300, 192), (1024, 300, 80, 256)]
 QUICK_SIZES = [(64, 5, 16, 32)]
 CHECK_SIZE = (3, 4, 4, 5)
+PACKED_VARIANTS = ("cudnn", "pytorch-eager")  # the variants that run the packed size
 
 
-def size_string(b: int, t: int, i: int, h: int) -> str:
-    return f"B{b} T{t} I{i} H{h}"
+def size_string(b: int, t: int, i: int, h: int, packed: bool = False) -> str:
+    return f"B{b} T{t} I{i} H{h}" + (" packed" if packed else "")
+
+
+def packed_lengths(b_: int, t_: int) -> list[int]:
+    """L_k = T - floor(k floor(3T/4) / B): from T down to about T/4, longest first (the formula of
+    tapeflow_bench's lstm suite)."""
+    return [t_ - (k * (3 * t_ // 4)) // b_ for k in range(b_)]
 
 
 def make_problem(torch, shape, dtype, device, seed):
@@ -72,15 +83,25 @@ def make_cell(torch):
     return cell
 
 
-def handwritten_loss(step, w, u, b, x):
-    """sum(h_T) of the hand-written LSTM, `step` the (possibly compiled or checkpointed) cell."""
+def handwritten_loss(step, w, u, b, x, lengths=None):
+    """sum(h_T) of the hand-written LSTM, `step` the (possibly compiled or checkpointed) cell. With
+    `lengths` (non-increasing), step t advances only the sequences longer than t; the others keep
+    their state."""
     t_, b_, i_ = x.shape
     h_ = u.shape[1]
     wx = (x.reshape(t_ * b_, i_) @ w.t()).reshape(t_, b_, 4 * h_)  # W x_t of every step in one matmul
     h = x.new_zeros(b_, h_)
     c = x.new_zeros(b_, h_)
     for t in range(t_):
-        h, c = step(wx[t], h, c, u, b)
+        n = b_ if lengths is None else sum(1 for length in lengths if length > t)
+        if n == b_:
+            h, c = step(wx[t], h, c, u, b)
+        else:
+            import torch  # only here: the file imports without PyTorch
+
+            h_n, c_n = step(wx[t, :n], h[:n], c[:n], u, b)
+            h = torch.cat([h_n, h[n:]])
+            c = torch.cat([c_n, c[n:]])
     return h.sum()
 
 
@@ -99,48 +120,56 @@ class CudnnLstm:
         self.module.flatten_parameters()
         self.params = [self.module.weight_ih_l0, self.module.weight_hh_l0, self.module.bias_ih_l0]
 
-    def loss(self, x):
+    def loss(self, x, lengths=None):
+        if lengths is not None:  # a PackedSequence: cuDNN runs each step over the sequences still running
+            import torch
+
+            x = torch.nn.utils.rnn.pack_padded_sequence(x, torch.tensor(lengths), enforce_sorted=True)
         _, (h_n, _) = self.module(x)
         return h_n.sum()
 
 
 def check_gradients(torch, device) -> None:
-    """Once, at a tiny size: the float64 hand-written cell against central differences, then
-    cuDNN and torch.compile against the eager cell in float32."""
+    """Once, at a tiny size, padded and packed: the float64 hand-written cell against central
+    differences, then cuDNN (and, padded, torch.compile) against the eager cell in float32."""
     cell = make_cell(torch)
-    w, u, b, x = make_problem(torch, CHECK_SIZE, torch.float64, device, seed=7)
-    params = [w, u, b]
-    grads = torch.autograd.grad(handwritten_loss(cell, w, u, b, x), params)
-    h = 1e-6
-    with torch.no_grad():
-        for p, gp in zip(params, grads):
-            flat = p.view(-1)
-            fd = []
-            for k in range(flat.numel()):
-                saved = flat[k].item()
-                flat[k] = saved + h
-                up = handwritten_loss(cell, w, u, b, x).item()
-                flat[k] = saved - h
-                down = handwritten_loss(cell, w, u, b, x).item()
-                flat[k] = saved
-                fd.append((up - down) / (2 * h))
-            err = common.relative_error(gp.reshape(-1).tolist(), fd)
-            if not err < 1e-7:
-                common.fail(f"lstm_torch: float64 hand-written gradient vs finite differences: relative error {err:.3e}")
+    for lengths in (None, packed_lengths(CHECK_SIZE[0], CHECK_SIZE[1])):
+        what = "packed" if lengths else "padded"
+        w, u, b, x = make_problem(torch, CHECK_SIZE, torch.float64, device, seed=7)
+        params = [w, u, b]
+        grads = torch.autograd.grad(handwritten_loss(cell, w, u, b, x, lengths), params)
+        h = 1e-6
+        with torch.no_grad():
+            for p, gp in zip(params, grads):
+                flat = p.view(-1)
+                fd = []
+                for k in range(flat.numel()):
+                    saved = flat[k].item()
+                    flat[k] = saved + h
+                    up = handwritten_loss(cell, w, u, b, x, lengths).item()
+                    flat[k] = saved - h
+                    down = handwritten_loss(cell, w, u, b, x, lengths).item()
+                    flat[k] = saved
+                    fd.append((up - down) / (2 * h))
+                err = common.relative_error(gp.reshape(-1).tolist(), fd)
+                if not err < 1e-7:
+                    common.fail(f"lstm_torch: float64 hand-written gradient ({what}) vs finite differences: "
+                                f"relative error {err:.3e}")
 
-    w32, u32, b32, x32 = (t.detach().float().requires_grad_(t.requires_grad) for t in (w, u, b, x))
-    eager = torch.autograd.grad(handwritten_loss(cell, w32, u32, b32, x32), [w32, u32, b32])
-    cudnn = CudnnLstm(torch, w32.detach(), u32.detach(), b32.detach())
-    candidates = {
-        "cudnn": torch.autograd.grad(cudnn.loss(x32), cudnn.params),
-        "torch.compile": torch.autograd.grad(handwritten_loss(torch.compile(cell), w32, u32, b32, x32), [w32, u32, b32]),
-    }
-    for name, got in candidates.items():
-        for which, a, e in zip("WUb", got, eager):
-            err = common.relative_error(a.reshape(-1).tolist(), e.reshape(-1).tolist())
-            if not err < 1e-4:
-                common.fail(f"lstm_torch: {name} dL/d{which} vs the eager cell: relative error {err:.3e}")
-    print("lstm_torch: gradients check out (float64 vs finite differences; cudnn, torch.compile vs eager)")
+        w32, u32, b32, x32 = (t.detach().float().requires_grad_(t.requires_grad) for t in (w, u, b, x))
+        eager = torch.autograd.grad(handwritten_loss(cell, w32, u32, b32, x32, lengths), [w32, u32, b32])
+        cudnn = CudnnLstm(torch, w32.detach(), u32.detach(), b32.detach())
+        candidates = {"cudnn": torch.autograd.grad(cudnn.loss(x32, lengths), cudnn.params)}
+        if lengths is None:
+            candidates["torch.compile"] = torch.autograd.grad(
+                handwritten_loss(torch.compile(cell), w32, u32, b32, x32), [w32, u32, b32])
+        for name, got in candidates.items():
+            for which, a, e in zip("WUb", got, eager):
+                err = common.relative_error(a.reshape(-1).tolist(), e.reshape(-1).tolist())
+                if not err < 1e-4:
+                    common.fail(f"lstm_torch: {name} ({what}) dL/d{which} vs the eager cell: relative error {err:.3e}")
+    print("lstm_torch: gradients check out, padded and packed (float64 vs finite differences; cudnn, "
+          "torch.compile vs eager)")
 
 
 def main() -> None:
@@ -168,8 +197,10 @@ def main() -> None:
         return checkpoint.checkpoint(cell, *a, use_reentrant=False)
 
     rows = []
-    for shape in QUICK_SIZES if args.quick else SIZES:
-        size = size_string(*shape)
+    sizes = QUICK_SIZES if args.quick else SIZES
+    # Every size padded, then the longer one packed (as tapeflow_bench's lstm suite).
+    for shape, lengths in [(s, None) for s in sizes] + [(sizes[-1], packed_lengths(sizes[-1][0], sizes[-1][1]))]:
+        size = size_string(*shape, packed=lengths is not None)
         w, u, b, x = make_problem(torch, shape, torch.float32, device, seed=20261124)
         params = [w, u, b]
         cudnn = CudnnLstm(torch, w.detach(), u.detach(), b.detach())
@@ -178,13 +209,15 @@ def main() -> None:
 
         # variant: (loss, parameters, what the backward's saved tensors go through)
         variants = {
-            "cudnn": (lambda: cudnn.loss(x), cudnn.params, contextlib.nullcontext),
-            "pytorch-eager": (lambda: handwritten_loss(cell, w, u, b, x), params, contextlib.nullcontext),
+            "cudnn": (lambda: cudnn.loss(x, lengths), cudnn.params, contextlib.nullcontext),
+            "pytorch-eager": (lambda: handwritten_loss(cell, w, u, b, x, lengths), params, contextlib.nullcontext),
             "torch.compile": (lambda: handwritten_loss(compiled_cell, w, u, b, x), params, contextlib.nullcontext),
             "torch-checkpoint": (lambda: handwritten_loss(recomputed_cell, w, u, b, x), params,
                                  contextlib.nullcontext),
             "torch-save-on-cpu": (lambda: handwritten_loss(cell, w, u, b, x), params, on_cpu),
         }
+        if lengths is not None:
+            variants = {name: v for name, v in variants.items() if name in PACKED_VARIANTS}
         for variant, (loss_fn, wrt, saved) in variants.items():
             def primal(loss_fn=loss_fn):
                 with torch.no_grad():

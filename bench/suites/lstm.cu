@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The LSTM of Futhark's AD evaluation on one GPU: one layer, f32, loss Σ h_T, gradient dL/d(W, U,
 // b); matrix products on cuBLAS in full fp32 (no TF32), the cells in tapeflow's kernels, the tape
-// in the store tier. Rows: workload "lstm", variant "tapeflow", sizes "B1024 T20 I300 H192" and
-// "B1024 T300 I80 H256" (the peers in bench/peers/lstm_{torch,jax}.py write the same strings).
+// in the store tier. Rows: workload "lstm", variant "tapeflow", sizes "B1024 T20 I300 H192",
+// "B1024 T300 I80 H256" and "B1024 T300 I80 H256 packed" (the same batch as packed variable-length
+// sequences, packed_lengths below); the peers in bench/peers/lstm_{torch,jax}.py write the same
+// strings (the packed size: PyTorch only).
 #include "../harness.hpp"
 
 #include <lstm/cuda_step.cuh>
@@ -25,7 +27,16 @@ namespace ls = tapeflow::workloads::lstm;
 std::string size_of(ls::problem const& p)
 {
   return "B" + std::to_string(p.batch) + " T" + std::to_string(p.steps) + " I" + std::to_string(p.input) + " H" +
-         std::to_string(p.hidden);
+         std::to_string(p.hidden) + (p.lengths.empty() ? "" : " packed");
+}
+
+/// The packed size's lengths: L_b = T - floor(b floor(3T/4) / B), from T down to about T/4, mean
+/// about 5T/8 (bench/peers/lstm_torch.py's packed_lengths is the same formula).
+std::vector<std::size_t> packed_lengths(std::size_t batch, std::size_t steps)
+{
+  std::vector<std::size_t> lengths(batch);
+  for (std::size_t b = 0; b < batch; ++b) { lengths[b] = steps - (b * (3 * steps / 4)) / batch; }
+  return lengths;
 }
 
 /// Weights uniform in ±1/sqrt(H) (PyTorch's initialisation), inputs uniform in ±1, h0 = c0 = 0.
@@ -46,16 +57,18 @@ void random_problem(ls::problem const& p, std::uint64_t seed, ls::weights<float>
   for (float& v : seq.x) { v = input(rng); }
 }
 
-/// Floating-point operations of one gradient: the input projection, T recurrent GEMMs, and T
-/// times the three parameter/adjoint GEMMs and the bias GEMV (the cells are not counted).
+/// Floating-point operations of one gradient: the input projection (over the padded T x B inputs),
+/// then per step the recurrent GEMM, the three parameter/adjoint GEMMs and the bias GEMV over the
+/// B_t sequences it advances (the cells are not counted).
 double gradient_flops(ls::problem const& p)
 {
   double const G = 4.0 * static_cast<double>(p.hidden);
-  double const B = static_cast<double>(p.batch);
   double const T = static_cast<double>(p.steps);
   double const I = static_cast<double>(p.input);
   double const H = static_cast<double>(p.hidden);
-  return 2 * G * T * B * I + T * (2 * G * B * H + 2 * I * G * B + 2 * H * G * B + 2 * H * B * G + 2 * G * B);
+  double steps = 0;  // Σ_t B_t
+  for (std::size_t t = 0; t < p.steps; ++t) { steps += static_cast<double>(ls::active_sequences(p, t)); }
+  return 2 * G * T * static_cast<double>(p.batch) * I + steps * (2 * G * H + 2 * I * G + 2 * H * G + 2 * H * G + 2 * G);
 }
 
 void run_one(bench::context& ctx, ls::problem const& p)
@@ -120,7 +133,7 @@ void run_one(bench::context& ctx, ls::problem const& p)
   r.extra.add("plan", c.stats().plan.describe())
     .add("math", "fp32, cuBLAS CUBLAS_DEFAULT_MATH (no TF32)")
     .add("gemm_TFLOPS", gradient_flops(p) / (r.grad_ms * 1e9))
-    .add("targets", "grad_ms <= 1.25x cudnn, <= 0.5x jax-jit");
+    .add("targets", p.lengths.empty() ? "grad_ms <= 1.25x cudnn, <= 0.5x jax-jit" : "grad_ms <= 1.25x cudnn (packed)");
   ctx.add(std::move(r));
 }
 
@@ -135,6 +148,11 @@ void run_lstm(bench::context& ctx)
     done.push_back(size_of(p));
     run_one(ctx, p);
   }
+  // The longer size again as packed variable-length sequences (--quick: the quick size).
+  ls::problem packed{ctx.size("lstm.B", full[1].batch, 64), ctx.size("lstm.T", full[1].steps, 5),
+                     ctx.size("lstm.I", full[1].input, 16), ctx.size("lstm.H", full[1].hidden, 32)};
+  packed.lengths = packed_lengths(packed.batch, packed.steps);
+  run_one(ctx, packed);
 }
 
 }  // namespace

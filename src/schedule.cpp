@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 namespace tapeflow {
@@ -387,41 +388,32 @@ replayed replay(schedule_model const& m, std::vector<schedule_action> const& act
   return r;
 }
 
-}  // namespace
-
-schedule optimal_schedule(schedule_model const& model)
+/// The unit the optimiser counts in: the model's, or the natural unit coarsened until the tables
+/// are small enough to solve in well under a second.
+std::size_t table_unit(schedule_model const& model)
 {
-  TAPEFLOW_NVTX_RANGE("tapeflow::optimal_schedule");
-  check_model(model);
-  std::size_t unit = model.unit_bytes != 0 ? model.unit_bytes : natural_unit(model);
-  TAPEFLOW_EXPECTS(model.steps.size() <= max_schedule_steps(equal_steps(model)),
-                   "the optimiser plans at most " + std::to_string(max_schedule_steps(true)) + " equal or " +
-                     std::to_string(max_schedule_steps(false)) + " unequal steps; got " +
-                     std::to_string(model.steps.size()));
-  // Coarsen the unit until the tables are small enough to solve in well under a second.
+  if (model.unit_bytes != 0) { return model.unit_bytes; }
   constexpr double max_work = 2e8;
   constexpr double max_entries = 4e6;
+  std::size_t unit = natural_unit(model);
   for (;;) {
     optimiser probe(model, unit);
-    if (model.unit_bytes != 0 || probe.smallest() || (probe.work() <= max_work && probe.entries() <= max_entries)) {
-      break;
-    }
+    if (probe.smallest() || (probe.work() <= max_work && probe.entries() <= max_entries)) { return unit; }
     unit *= 2;
   }
+}
+
+/// The optimiser's schedule for `model` in `unit`, its cost and fates from a replay under
+/// `measure` (the model whose memory and costs it is judged by). Empty when nothing fits.
+std::optional<schedule> solve(schedule_model const& model, std::size_t unit, schedule_model const& measure)
+{
   optimiser dp(model, unit);
   dp.solve();
-  double const best = dp.best();
-  if (!(best < inf)) {
-    TAPEFLOW_FAIL_BYTES(budget_error,
-                        "no schedule fits: " + std::to_string(model.steps.size()) + " steps, state " +
-                          std::to_string(model.state_bytes) + " bytes, device " + std::to_string(model.device_bytes) +
-                          " and host " + std::to_string(model.host_bytes) + " bytes free for checkpoints and layers",
-                        model.state_bytes);
-  }
+  if (!(dp.best() < inf)) { return std::nullopt; }
   schedule out;
   dp.emit(out.actions);
   out.unit_bytes = unit;
-  replayed const r = replay(model, out.actions, unit);
+  replayed const r = replay(measure, out.actions, unit);
   out.predicted_ms = r.cost;
   out.fate = r.fate;
   out.recomputed = r.recomputed;
@@ -430,6 +422,59 @@ schedule optimal_schedule(schedule_model const& model)
   out.checkpoints[0] = r.stores[0];
   out.checkpoints[1] = r.stores[1];
   return out;
+}
+
+/// Every step as large and as costly as the largest and costliest. Its steps are equal, so its
+/// tables depend on an interval's length only and stay small in a fine unit; its schedules are
+/// valid for `m` (no layer of `m` is larger) and cost no more under `m` than under it.
+schedule_model equalised(schedule_model const& m)
+{
+  step_cost most;
+  double host = 0;
+  for (std::size_t i = 0; i < m.steps.size(); ++i) {
+    step_cost const& s = m.steps[i];
+    most.forward_ms = std::max(most.forward_ms, s.forward_ms);
+    most.aug_forward_ms = std::max(most.aug_forward_ms, s.aug_forward_ms);
+    most.reverse_ms = std::max(most.reverse_ms, s.reverse_ms);
+    most.layer_bytes = std::max(most.layer_bytes, s.layer_bytes);
+    host = std::max(host, host_penalty(m, i));
+  }
+  schedule_model e = m;
+  e.steps.assign(m.steps.size(), most);
+  if (!m.host_layer_ms.empty()) { e.host_layer_ms.assign(m.steps.size(), host); }
+  return e;
+}
+
+}  // namespace
+
+schedule optimal_schedule(schedule_model const& model)
+{
+  TAPEFLOW_NVTX_RANGE("tapeflow::optimal_schedule");
+  check_model(model);
+  bool const equal = equal_steps(model);
+  TAPEFLOW_EXPECTS(model.steps.size() <= max_schedule_steps(equal),
+                   "the optimiser plans at most " + std::to_string(max_schedule_steps(true)) + " equal or " +
+                     std::to_string(max_schedule_steps(false)) + " unequal steps; got " +
+                     std::to_string(model.steps.size()));
+  std::size_t const unit = table_unit(model);
+  std::optional<schedule> best = solve(model, unit, model);
+  // Unequal steps in a coarsened unit: every checkpoint and every layer costs at least one unit,
+  // which can be far more than it holds (a long chain of layers of different sizes: a unit of the
+  // whole budget over a handful). Equal steps as large as the largest keep a fine unit; their
+  // schedule is kept when it is cheaper under the true sizes and costs.
+  if (!equal && model.unit_bytes == 0 && unit > natural_unit(model)) {
+    schedule_model const e = equalised(model);
+    std::optional<schedule> alternative = solve(e, table_unit(e), model);
+    if (alternative && (!best || alternative->predicted_ms < best->predicted_ms)) { best = std::move(alternative); }
+  }
+  if (!best) {
+    TAPEFLOW_FAIL_BYTES(budget_error,
+                        "no schedule fits: " + std::to_string(model.steps.size()) + " steps, state " +
+                          std::to_string(model.state_bytes) + " bytes, device " + std::to_string(model.device_bytes) +
+                          " and host " + std::to_string(model.host_bytes) + " bytes free for checkpoints and layers",
+                        model.state_bytes);
+  }
+  return *best;
 }
 
 std::size_t max_schedule_steps(bool equal_steps) noexcept { return equal_steps ? 4000 : 400; }

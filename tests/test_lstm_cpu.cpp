@@ -363,6 +363,24 @@ TEST(LstmCpuPacked, ActiveSequencesAndLayerSizesFollowTheLengths)
   EXPECT_EQ(planned.step_plans[6].records, 6u);
 }
 
+TEST(LstmCpuPacked, ALongPackedBatchKeepsLayersOnTheDeviceUnderABudget)
+{
+  // 300 layers of unequal size: the planner's tables for unequal steps need a coarse memory unit,
+  // in which a checkpoint costs a share of the budget; the plan must still keep a good part of
+  // the tape on the device (before the equal-steps relaxation it kept one layer and recomputed 299).
+  ls::problem p{64, 300, 8, 16};
+  for (std::size_t b = 0; b < p.batch; ++b) { p.lengths.push_back(p.steps - (b * (3 * p.steps / 4)) / p.batch); }
+  ls::options o = cpu_options();
+  chain_stats const whole = ls::plan<float>(p, o);
+  o.policy = tape_policy::automatic;
+  o.budget_bytes = whole.tape_bytes * 2 / 5;
+  chain_stats const planned = ls::plan<float>(p, o);
+  SCOPED_TRACE(planned.tiers.describe());
+  EXPECT_EQ(planned.policy, tape_policy::mixed);
+  EXPECT_GE(planned.tiers.count(tier::device), p.steps / 4);
+  EXPECT_LE(planned.recompute_steps, p.steps);
+}
+
 TEST(LstmCpuPacked, F64MatchesCentralFiniteDifferencesOfTheReference)
 {
   ls::problem const p = packed_problem();

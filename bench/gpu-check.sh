@@ -14,7 +14,7 @@
 #             the host suite's CUDA cases (host tier, determinism, injected faults, Enzyme slots);
 #             racecheck and synccheck over the tile pipelines, the tiers (the chains' policies and
 #             streams, the host tier), the thread tape and every workload's kernels (RACE_FILTER,
-#             HOST_RACE_FILTER); the four tools run at once, as separate processes
+#             HOST_RACE_FILTER); eight processes at once (four tools, two binaries)
 #   cli       the README's main job on the GPU, its gradient compared with the CPU backend's; the
 #             packed LSTM on the GPU against torch.nn.LSTM (tests/torch/lstm_packed.py)
 #   profile   Nsight Compute counters and stall reasons of the kernels behind missed targets
@@ -120,21 +120,18 @@ sanitize_one() {  # tool, log name, binary, gtest filter, extra options...
   return $rc
 }
 
-sanitize_tool() {  # tool, GPU-test filter, host-test filter, extra options...: the GPU tests, then the host suite's CUDA cases
-  local tool=$1 gpu_filter=$2 host=$3
-  shift 3
-  local rc=0
-  sanitize_one "$tool" "$tool" "$gpu_tests" "$gpu_filter" "$@" || rc=1
-  sanitize_one "$tool" "$tool-host" "$host_tests" "$host" "$@" || rc=1
-  return $rc
-}
-
 stage_sanitize() {
+  # Eight processes at once: four tools, each over the GPU tests and over the host suite's CUDA
+  # cases (the machine has cores to spare, and the GPU memory for all of them).
   local pids=() rc=0
-  sanitize_tool memcheck '*' "$host_filter" --leak-check full & pids+=($!)
-  sanitize_tool initcheck '*' "$host_filter" & pids+=($!)
-  sanitize_tool racecheck "$race_filter" "$host_race_filter" --racecheck-report hazard & pids+=($!)
-  sanitize_tool synccheck "$race_filter" "$host_race_filter" & pids+=($!)
+  sanitize_one memcheck memcheck "$gpu_tests" '*' --leak-check full & pids+=($!)
+  sanitize_one memcheck memcheck-host "$host_tests" "$host_filter" --leak-check full & pids+=($!)
+  sanitize_one initcheck initcheck "$gpu_tests" '*' & pids+=($!)
+  sanitize_one initcheck initcheck-host "$host_tests" "$host_filter" & pids+=($!)
+  sanitize_one racecheck racecheck "$gpu_tests" "$race_filter" --racecheck-report hazard & pids+=($!)
+  sanitize_one racecheck racecheck-host "$host_tests" "$host_race_filter" --racecheck-report hazard & pids+=($!)
+  sanitize_one synccheck synccheck "$gpu_tests" "$race_filter" & pids+=($!)
+  sanitize_one synccheck synccheck-host "$host_tests" "$host_race_filter" & pids+=($!)
   for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
   return $rc
 }

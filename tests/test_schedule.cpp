@@ -15,6 +15,9 @@
 #include <limits>
 #include <queue>
 #include <random>
+#include <string>
+#include <thread>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -333,6 +336,109 @@ TEST(MixedSchedule, LongChainsOfUnequalLayersAreNoWorseThanTheirLargestLayerEver
   }
   EXPECT_GE(device, m.steps.size() / 4);
   EXPECT_LE(untaped, m.steps.size() - device);
+}
+
+TEST(MixedSchedule, AModelPlannedAgainIsFoundAndAnyChangedFieldIsSolvedAfresh)
+{
+  // A model no other test plans: costs drawn from a fresh seed.
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_real_distribution<double> cost(0.5, 2.0);
+  schedule_model m;
+  for (std::size_t i = 0; i < 10; ++i) {
+    m.steps.push_back({cost(rng), cost(rng), cost(rng), (i % 3 + 1) * 1024});
+    m.host_layer_ms.push_back(cost(rng));
+  }
+  m.state_bytes = 512;
+  m.device_bytes = 6 * 1024;
+  m.host_bytes = 6 * 1024;
+  m.write_ms[0] = m.read_ms[0] = 0.1;
+  m.write_ms[1] = m.read_ms[1] = 0.4;
+
+  schedule_cache_stats const before = schedule_cache_counts();
+  schedule const first = optimal_schedule(m);
+  schedule const again = optimal_schedule(m);
+  schedule_cache_stats const after = schedule_cache_counts();
+  EXPECT_EQ(after.misses, before.misses + 1);
+  EXPECT_EQ(after.hits, before.hits + 1);
+  ASSERT_EQ(again.actions.size(), first.actions.size());
+  for (std::size_t k = 0; k < first.actions.size(); ++k) { EXPECT_EQ(to_string(again.actions[k]), to_string(first.actions[k])); }
+  EXPECT_EQ(again.predicted_ms, first.predicted_ms);
+
+  // Every field the optimiser reads is part of the key: a model changed in any one is solved.
+  std::vector<std::pair<char const*, std::function<void(schedule_model&)>>> const changes{
+    {"a step's untaped forward", [](schedule_model& x) { x.steps[3].forward_ms += 0.25; }},
+    {"a step's taped forward", [](schedule_model& x) { x.steps[3].aug_forward_ms += 0.25; }},
+    {"a step's reverse", [](schedule_model& x) { x.steps[3].reverse_ms += 0.25; }},
+    {"a step's layer", [](schedule_model& x) { x.steps[3].layer_bytes += 512; }},
+    {"one step more", [](schedule_model& x) { x.steps.push_back(x.steps.back()); x.host_layer_ms.push_back(0.5); }},
+    {"the state", [](schedule_model& x) { x.state_bytes += 512; }},
+    {"the device budget", [](schedule_model& x) { x.device_bytes += 1024; }},
+    {"the host budget", [](schedule_model& x) { x.host_bytes += 1024; }},
+    {"a device checkpoint's write", [](schedule_model& x) { x.write_ms[0] += 0.1; }},
+    {"a host checkpoint's write", [](schedule_model& x) { x.write_ms[1] += 0.1; }},
+    {"a device checkpoint's read", [](schedule_model& x) { x.read_ms[0] += 0.1; }},
+    {"a host checkpoint's read", [](schedule_model& x) { x.read_ms[1] += 0.1; }},
+    {"a host layer's cost", [](schedule_model& x) { x.host_layer_ms[5] += 0.1; }},
+    {"device layers", [](schedule_model& x) { x.device_layers = false; }},
+    {"host layers", [](schedule_model& x) { x.host_layers = false; }},
+    {"device checkpoints", [](schedule_model& x) { x.checkpoints[0] = false; }},
+    {"host checkpoints", [](schedule_model& x) { x.checkpoints[1] = false; }},
+    {"the unit", [](schedule_model& x) { x.unit_bytes = 512; }},
+  };
+  for (auto const& [what, change] : changes) {
+    static_cast<void>(optimal_schedule(m));  // the unchanged model is among those kept
+    schedule_model changed = m;
+    change(changed);
+    schedule_cache_stats const was = schedule_cache_counts();
+    try {
+      static_cast<void>(optimal_schedule(changed));
+    } catch (budget_error const&) {
+    }
+    schedule_cache_stats const is = schedule_cache_counts();
+    EXPECT_EQ(is.misses, was.misses + 1) << what;
+    EXPECT_EQ(is.hits, was.hits) << what;
+  }
+  // The outcome "no schedule fits" is kept too, and thrown again.
+  schedule_model tight = m;
+  tight.device_bytes = 0;
+  tight.host_bytes = 0;
+  tight.checkpoints[0] = tight.checkpoints[1] = false;
+  EXPECT_THROW(static_cast<void>(optimal_schedule(tight)), budget_error);
+  schedule_cache_stats const was = schedule_cache_counts();
+  EXPECT_THROW(static_cast<void>(optimal_schedule(tight)), budget_error);
+  EXPECT_EQ(schedule_cache_counts().hits, was.hits + 1);
+}
+
+TEST(MixedSchedule, ThreadsPlanningAtOnceGetTheSameSchedules)
+{
+  std::vector<schedule_model> models;
+  for (std::size_t n = 20; n < 36; ++n) {
+    schedule_model m;
+    for (std::size_t i = 0; i < n; ++i) { m.steps.push_back({1.0, 1.5, 2.0, (i % 4 + 1) * 256}); }
+    m.state_bytes = 256;
+    m.device_bytes = n * 128;
+    m.host_bytes = n * 64;
+    m.write_ms[1] = m.read_ms[1] = 0.3;
+    models.push_back(m);
+  }
+  std::vector<double> expect;
+  for (schedule_model const& m : models) { expect.push_back(optimal_schedule(m).predicted_ms); }
+  std::vector<std::vector<double>> got(4);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < got.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (std::size_t r = 0; r < 3; ++r) {
+        for (std::size_t k = 0; k < models.size(); ++k) {
+          std::size_t const i = (k * (t + 1) + r) % models.size();  // each thread its own order
+          got[t].push_back(optimal_schedule(models[i]).predicted_ms - expect[i]);
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) { th.join(); }
+  for (std::vector<double> const& g : got) {
+    for (double d : g) { EXPECT_EQ(d, 0.0); }
+  }
 }
 
 TEST(MixedSchedule, LargeChainsPlanQuickly)

@@ -88,7 +88,18 @@ struct schedule {
 /// The cheapest schedule of the class under the model. Throws budget_error when none fits
 /// (always one fits when every layer may be the working layer and the state fits one
 /// checkpoint... or the chain has one step), logic_error for a malformed model.
+///
+/// The outcomes of the last eight models are kept (thread-safe): a model equal in every field to
+/// one of them gets its schedule, or its budget_error, without solving again — a chain built again
+/// for the same problem plans in no time.
 [[nodiscard]] schedule optimal_schedule(schedule_model const& model);
+
+/// How often optimal_schedule found a model among those it keeps, and how often it solved.
+struct schedule_cache_stats {
+  std::size_t hits{0};
+  std::size_t misses{0};
+};
+[[nodiscard]] schedule_cache_stats schedule_cache_counts();
 
 /// The longest chain optimal_schedule plans: the tables grow with the steps squared (unequal
 /// steps) or the steps (equal ones, whose costs are then equal too); longer chains are a

@@ -5,6 +5,7 @@
 // tests/planner/test_reference.py against checkpoint-schedules.
 #include <tapeflow/error.hpp>
 #include <tapeflow/nvtx.hpp>
+#include <tapeflow/revolve.hpp>
 #include <tapeflow/schedule.hpp>
 
 #include <algorithm>
@@ -405,15 +406,12 @@ std::size_t table_unit(schedule_model const& model)
   }
 }
 
-/// The optimiser's schedule for `model` in `unit`, its cost and fates from a replay under
-/// `measure` (the model whose memory and costs it is judged by). Empty when nothing fits.
-std::optional<schedule> solve(schedule_model const& model, std::size_t unit, schedule_model const& measure)
+/// A schedule of `actions`, its cost and fates from a replay under `measure` (the model whose
+/// memory, counted in `unit`, and costs it is judged by).
+schedule costed(std::vector<schedule_action> actions, std::size_t unit, schedule_model const& measure)
 {
-  optimiser dp(model, unit);
-  dp.solve();
-  if (!(dp.best() < inf)) { return std::nullopt; }
   schedule out;
-  dp.emit(out.actions);
+  out.actions = std::move(actions);
   out.unit_bytes = unit;
   replayed const r = replay(measure, out.actions, unit);
   out.predicted_ms = r.cost;
@@ -424,6 +422,17 @@ std::optional<schedule> solve(schedule_model const& model, std::size_t unit, sch
   out.checkpoints[0] = r.stores[0];
   out.checkpoints[1] = r.stores[1];
   return out;
+}
+
+/// The optimiser's schedule for `model` in `unit`, costed under `measure`. Empty when nothing fits.
+std::optional<schedule> solve(schedule_model const& model, std::size_t unit, schedule_model const& measure)
+{
+  optimiser dp(model, unit);
+  dp.solve();
+  if (!(dp.best() < inf)) { return std::nullopt; }
+  std::vector<schedule_action> actions;
+  dp.emit(actions);
+  return costed(std::move(actions), unit, measure);
 }
 
 /// Every step as large and as costly as the largest and costliest. Its steps are equal, so its
@@ -518,17 +527,26 @@ class schedule_cache {
 /// The optimiser's outcome for a checked model of at most max_schedule_steps steps.
 std::optional<schedule> plan_schedule(schedule_model const& model)
 {
-  bool const equal = equal_steps(model);
   std::size_t const unit = table_unit(model);
   std::optional<schedule> best = solve(model, unit, model);
-  // Unequal steps in a coarsened unit: every checkpoint and every layer costs at least one unit,
-  // which can be far more than it holds (a long chain of layers of different sizes: a unit of the
-  // whole budget over a handful). Equal steps as large as the largest keep a fine unit; their
-  // schedule is kept when it is cheaper under the true sizes and costs.
-  if (!equal && model.unit_bytes == 0 && unit > natural_unit(model)) {
-    schedule_model const e = equalised(model);
-    std::optional<schedule> alternative = solve(e, table_unit(e), model);
+  std::size_t const natural = natural_unit(model);
+  if (model.unit_bytes != 0 || unit == natural) { return best; }
+  // The unit was coarsened: every checkpoint and every layer costs at least one unit, which on a
+  // long chain can be far more than it holds (300 unequal steps: two units in the budget; 4000
+  // equal ones: three). Two more candidates, each costed under the true sizes and costs, and the
+  // cheapest of the three is kept.
+  auto consider = [&](std::optional<schedule> alternative) {
     if (alternative && (!best || alternative->predicted_ms < best->predicted_ms)) { best = std::move(alternative); }
+  };
+  // Unequal steps planned as equal steps as large and costly as the largest: a fine unit again.
+  if (!equal_steps(model)) {
+    schedule_model const e = equalised(model);
+    consider(solve(e, table_unit(e), model));
+  }
+  // Revolve with as many device checkpoints as the budget holds, counted exactly.
+  std::size_t const snapshots = std::min(model.device_bytes / model.state_bytes, model.steps.size());
+  if (model.checkpoints[0] && snapshots > 0) {
+    consider(costed(revolve_actions(model.steps.size(), snapshots), natural, model));
   }
   return best;
 }
@@ -560,6 +578,44 @@ schedule optimal_schedule(schedule_model const& model)
 }
 
 std::size_t max_schedule_steps(bool equal_steps) noexcept { return equal_steps ? 4000 : 400; }
+
+std::vector<schedule_action> revolve_actions(std::size_t steps, std::size_t snapshots)
+{
+  std::vector<schedule_action> actions;
+  constexpr std::size_t empty = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> held(snapshots, empty);
+  std::vector<bool> stored(steps, false);
+  auto release = [&](std::size_t slot) {
+    actions.push_back({action_kind::release, held[slot], 0, level::device, false});
+    stored[held[slot]] = false;
+    held[slot] = empty;
+  };
+  for (revolve_action const& r : revolve_schedule(steps, snapshots)) {
+    switch (r.op) {
+      case revolve_op::store:
+        if (held[r.slot] != empty) { release(r.slot); }
+        TAPEFLOW_EXPECTS(!stored[r.from], "Revolve stored the state at step " + std::to_string(r.from) + " twice");
+        held[r.slot] = r.from;
+        stored[r.from] = true;
+        actions.push_back({action_kind::store, r.from, 0, level::device, false});
+        break;
+      case revolve_op::restore:
+        TAPEFLOW_EXPECTS(held[r.slot] == r.from, "Revolve restored a slot that does not hold step " + std::to_string(r.from));
+        actions.push_back({action_kind::restore, r.from, 0, level::device, false});
+        break;
+      case revolve_op::release:
+        if (held[r.slot] != empty) { release(r.slot); }
+        break;
+      case revolve_op::advance: actions.push_back({action_kind::advance, r.from, r.to, level::device, false}); break;
+      case revolve_op::taped: actions.push_back({action_kind::taped, r.from, 0, level::device, false}); break;
+      case revolve_op::reverse: actions.push_back({action_kind::reverse, r.from, 0, level::device, false}); break;
+    }
+  }
+  for (std::size_t slot = 0; slot < held.size(); ++slot) {
+    if (held[slot] != empty) { release(slot); }
+  }
+  return actions;
+}
 
 double evaluate_schedule(schedule_model const& model, std::vector<schedule_action> const& actions,
                          std::size_t unit_bytes)

@@ -423,43 +423,7 @@ std::vector<schedule_action> chain_actions(tier_plan const& plan, std::size_t st
   TAPEFLOW_EXPECTS(steps > 0 && plan.tiers.size() == steps, "a chain's tier plan has one tier per step");
   if (!plan.mixed.actions.empty()) { return plan.mixed.actions; }
   std::vector<schedule_action> actions;
-  if (plan.policy == tape_policy::recompute) {
-    // Revolve names a snapshot by its slot; the executor names a checkpoint by the step whose
-    // state it holds. A slot stored over without a release releases its old step first.
-    constexpr std::size_t empty = static_cast<std::size_t>(-1);
-    std::vector<std::size_t> held(plan.snapshots, empty);
-    std::vector<bool> stored(steps, false);
-    auto release = [&](std::size_t slot) {
-      actions.push_back({action_kind::release, held[slot], 0, level::device, false});
-      stored[held[slot]] = false;
-      held[slot] = empty;
-    };
-    for (revolve_action const& r : revolve_schedule(steps, plan.snapshots)) {
-      switch (r.op) {
-        case revolve_op::store:
-          if (held[r.slot] != empty) { release(r.slot); }
-          TAPEFLOW_EXPECTS(!stored[r.from], "Revolve stored the state at step " + std::to_string(r.from) + " twice");
-          held[r.slot] = r.from;
-          stored[r.from] = true;
-          actions.push_back({action_kind::store, r.from, 0, level::device, false});
-          break;
-        case revolve_op::restore:
-          TAPEFLOW_EXPECTS(held[r.slot] == r.from, "Revolve restored a slot that does not hold step " + std::to_string(r.from));
-          actions.push_back({action_kind::restore, r.from, 0, level::device, false});
-          break;
-        case revolve_op::release:
-          if (held[r.slot] != empty) { release(r.slot); }
-          break;
-        case revolve_op::advance: actions.push_back({action_kind::advance, r.from, r.to, level::device, false}); break;
-        case revolve_op::taped: actions.push_back({action_kind::taped, r.from, 0, level::device, false}); break;
-        case revolve_op::reverse: actions.push_back({action_kind::reverse, r.from, 0, level::device, false}); break;
-      }
-    }
-    for (std::size_t slot = 0; slot < held.size(); ++slot) {
-      if (held[slot] != empty) { release(slot); }
-    }
-    return actions;
-  }
+  if (plan.policy == tape_policy::recompute) { return revolve_actions(steps, plan.snapshots); }
   TAPEFLOW_EXPECTS(plan.count(tier::recompute) == 0, "a tier split without recomputation keeps every layer");
   auto where = [&](std::size_t t) { return plan.tiers[t] == tier::host ? level::host : level::device; };
   for (std::size_t t = 0; t < steps; ++t) { actions.push_back({action_kind::taped, t, 0, where(t), true}); }

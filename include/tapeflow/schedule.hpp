@@ -106,6 +106,11 @@ struct schedule_cache_stats {
 /// logic_error, and the tier planner falls back to the host tier or Revolve for them.
 [[nodiscard]] std::size_t max_schedule_steps(bool equal_steps) noexcept;
 
+/// Revolve's schedule (tapeflow/revolve.hpp) of `steps` steps with `snapshots` device
+/// checkpoints, as actions of this class: a checkpoint is named by the step whose state it holds
+/// (Revolve names it by its slot), and a slot stored over releases its old step first.
+[[nodiscard]] std::vector<schedule_action> revolve_actions(std::size_t steps, std::size_t snapshots);
+
 /// Replays a schedule: checks it is valid (every step reversed once, last first, from a layer
 /// taped from the right state; checkpoints restored only while held; memory within the model's
 /// budgets, counted in the model's unit) and returns its cost under the model. Throws

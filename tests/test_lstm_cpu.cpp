@@ -189,15 +189,30 @@ TEST(LstmCpuCell, RecordIsTwoChunksOfEightValues)
 // ---- the whole gradient -----------------------------------------------------------------------
 struct fd_case {
   bool initial_state;
+  bool packed{false};  ///< B = 5 sequences of 7, 5, 5, 2 and 1 steps (packed_problem)
 };
 
-void PrintTo(fd_case const& c, std::ostream* os) { *os << (c.initial_state ? "random h0, c0" : "h0 = c0 = 0"); }
+void PrintTo(fd_case const& c, std::ostream* os)
+{
+  *os << (c.initial_state ? "random h0, c0" : "h0 = c0 = 0") << (c.packed ? ", packed" : "");
+}
 
-class LstmCpuGradient : public ::testing::TestWithParam<fd_case> {};
+/// B = 5 sequences of lengths 7, 5, 5, 2, 1 (T = 7): steps advance 5, 4, 3, 3, 3, 1, 1 of them.
+ls::problem packed_problem()
+{
+  ls::problem p{5, 7, 4, 6};
+  p.lengths = {7, 5, 5, 2, 1};
+  return p;
+}
+
+class LstmCpuGradient : public ::testing::TestWithParam<fd_case> {
+ protected:
+  static ls::problem problem() { return GetParam().packed ? packed_problem() : ls::problem{3, 4, 4, 5}; }
+};
 
 TEST_P(LstmCpuGradient, F64MatchesCentralFiniteDifferencesOfTheReference)
 {
-  ls::problem const p{3, 4, 4, 5};  // B = 3, T = 4, I = 4, H = 5
+  ls::problem const p = problem();
   std::uint64_t const seed = testing::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   instance<double> const in = random_instance<double>(p, seed, GetParam().initial_state);
@@ -208,11 +223,12 @@ TEST_P(LstmCpuGradient, F64MatchesCentralFiniteDifferencesOfTheReference)
   EXPECT_LT(testing::relative_error(r.gradient.b, finite_differences(ref, &reference_lstm::b)), 1e-8);
   real const loss = reference_loss(ref);
   EXPECT_NEAR(r.loss, static_cast<double>(loss), 1e-12 * (1 + std::fabs(static_cast<double>(loss))));
+  EXPECT_EQ(r.chain.tape_bytes, ls::plan<double>(p, cpu_options()).tape_bytes);
 }
 
 TEST_P(LstmCpuGradient, F32MatchesTheF64ReferenceTo1e4)
 {
-  ls::problem const p{3, 4, 4, 5};
+  ls::problem const p = problem();
   std::uint64_t const seed = testing::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   instance<float> const in = random_instance<float>(p, seed, GetParam().initial_state);
@@ -223,8 +239,12 @@ TEST_P(LstmCpuGradient, F32MatchesTheF64ReferenceTo1e4)
   EXPECT_LT(testing::relative_error(r.gradient.b, finite_differences(ref, &reference_lstm::b)), 1e-4);
 }
 
-INSTANTIATE_TEST_SUITE_P(InitialState, LstmCpuGradient, ::testing::Values(fd_case{false}, fd_case{true}),
-                         [](auto const& param_info) { return param_info.param.initial_state ? "given" : "zero"; });
+INSTANTIATE_TEST_SUITE_P(InitialState, LstmCpuGradient,
+                         ::testing::Values(fd_case{false}, fd_case{true}, fd_case{true, true}),
+                         [](auto const& param_info) {
+                           return std::string{param_info.param.initial_state ? "given" : "zero"} +
+                                  (param_info.param.packed ? "_packed" : "");
+                         });
 
 // ---- policies and tilings ---------------------------------------------------------------------
 struct policy_case {
@@ -339,14 +359,6 @@ TEST(LstmCpu, StatsDescribeTheTape)
 }
 
 // ---- packed variable-length sequences ---------------------------------------------------------
-/// B = 5 sequences of lengths 7, 5, 5, 2, 1 (T = 7): steps advance 5, 4, 3, 3, 3, 1, 1 of them.
-ls::problem packed_problem()
-{
-  ls::problem p{5, 7, 4, 6};
-  p.lengths = {7, 5, 5, 2, 1};
-  return p;
-}
-
 /// Sequence b of a packed instance as a problem and instance of its own: batch 1, its own length.
 template <class T>
 std::pair<ls::problem, instance<T>> sequence_alone(ls::problem const& p, instance<T> const& in, std::size_t b)
@@ -397,22 +409,6 @@ TEST(LstmCpuPacked, ALongPackedBatchKeepsLayersOnTheDeviceUnderABudget)
   EXPECT_EQ(planned.policy, tape_policy::mixed);
   EXPECT_GE(planned.tiers.count(tier::device), p.steps / 4);
   EXPECT_LE(planned.recompute_steps, p.steps);
-}
-
-TEST(LstmCpuPacked, F64MatchesCentralFiniteDifferencesOfTheReference)
-{
-  ls::problem const p = packed_problem();
-  std::uint64_t const seed = testing::fresh_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  instance<double> const in = random_instance<double>(p, seed, true);
-  ls::gradient_result<double> const r = ls::gradient(p, in.params, in.seq, cpu_options());
-  reference_lstm const ref = widen(p, in);
-  EXPECT_LT(testing::relative_error(r.gradient.w, finite_differences(ref, &reference_lstm::w)), 1e-8);
-  EXPECT_LT(testing::relative_error(r.gradient.u, finite_differences(ref, &reference_lstm::u)), 1e-8);
-  EXPECT_LT(testing::relative_error(r.gradient.b, finite_differences(ref, &reference_lstm::b)), 1e-8);
-  real const loss = reference_loss(ref);
-  EXPECT_NEAR(r.loss, static_cast<double>(loss), 1e-12 * (1 + std::fabs(static_cast<double>(loss))));
-  EXPECT_EQ(r.chain.tape_bytes, ls::plan<double>(p, cpu_options()).tape_bytes);
 }
 
 TEST(LstmCpuPacked, GradientIsTheSumOfEverySequenceRunAlone)

@@ -435,6 +435,33 @@ std::optional<schedule> solve(schedule_model const& model, std::size_t unit, sch
   return costed(std::move(actions), unit, measure);
 }
 
+/// Every layer kept, none recomputed: the layers whose host copies cost the most per byte on the
+/// device while they fit, the others on the host, the last one the working layer. Empty when the
+/// budgets do not hold them (counted in `unit`).
+std::optional<std::vector<schedule_action>> kept_split(schedule_model const& m, std::size_t unit)
+{
+  std::size_t const n = m.steps.size();
+  std::vector<std::size_t> order(n - 1);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return host_penalty(m, a) / double(m.steps[a].layer_bytes) > host_penalty(m, b) / double(m.steps[b].layer_bytes);
+  });
+  std::size_t free[2] = {m.device_layers ? m.device_bytes / unit : 0, m.host_layers ? m.host_bytes / unit : 0};
+  std::vector<level> where(n, level::device);
+  for (std::size_t t : order) {
+    std::size_t const u = units(m.steps[t].layer_bytes, unit);
+    int const k = u <= free[0] ? 0 : 1;
+    if (u > free[k]) { return std::nullopt; }
+    free[k] -= u;
+    where[t] = static_cast<level>(k);
+  }
+  std::vector<schedule_action> actions;
+  for (std::size_t t = 0; t + 1 < n; ++t) { actions.push_back({action_kind::taped, t, 0, where[t], true}); }
+  actions.push_back({action_kind::taped, n - 1, 0, level::device, false});
+  for (std::size_t t = n; t-- > 0;) { actions.push_back({action_kind::reverse, t, 0, where[t], false}); }
+  return actions;
+}
+
 /// Every step as large and as costly as the largest and costliest. Its steps are equal, so its
 /// tables depend on an interval's length only and stay small in a fine unit; its schedules are
 /// valid for `m` (no layer of `m` is larger) and cost no more under `m` than under it.
@@ -533,8 +560,8 @@ std::optional<schedule> plan_schedule(schedule_model const& model)
   if (model.unit_bytes != 0 || unit == natural) { return best; }
   // The unit was coarsened: every checkpoint and every layer costs at least one unit, which on a
   // long chain can be far more than it holds (300 unequal steps: two units in the budget; 4000
-  // equal ones: three). Two more candidates, each costed under the true sizes and costs, and the
-  // cheapest of the three is kept.
+  // equal ones: three). More candidates, each costed under the true sizes and costs; the
+  // cheapest is kept.
   auto consider = [&](std::optional<schedule> alternative) {
     if (alternative && (!best || alternative->predicted_ms < best->predicted_ms)) { best = std::move(alternative); }
   };
@@ -547,6 +574,10 @@ std::optional<schedule> plan_schedule(schedule_model const& model)
   std::size_t const snapshots = std::min(model.device_bytes / model.state_bytes, model.steps.size());
   if (model.checkpoints[0] && snapshots > 0) {
     consider(costed(revolve_actions(model.steps.size(), snapshots), natural, model));
+  }
+  // Every layer kept, on the device while it holds them and on the host after, counted exactly.
+  if (std::optional<std::vector<schedule_action>> split = kept_split(model, natural)) {
+    consider(costed(std::move(*split), natural, model));
   }
   return best;
 }

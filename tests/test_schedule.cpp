@@ -360,6 +360,29 @@ TEST(MixedSchedule, LongChainsAreNoWorseThanRevolveWithTheCheckpointsTheBudgetHo
   EXPECT_LE(untaped, revolve_forward_steps(4000, 60));
 }
 
+TEST(MixedSchedule, LongChainsKeepEveryLayerWhenTheBudgetsHoldThemAll)
+{
+  // 4000 equal steps whose layers fit a quarter on the device and the rest on the host, their
+  // copies hidden (no host cost): keeping them all recomputes nothing, and the optimiser, in the
+  // coarse unit this length needs, must find that.
+  schedule_model m;
+  m.steps.assign(4000, step_cost{1.0, 1.2, 2.0, 4096});
+  m.host_layer_ms.assign(4000, 0.0);
+  m.state_bytes = 4096;
+  m.device_bytes = 1000 * 4096;
+  m.host_bytes = 3000 * 4096;
+  m.write_ms[0] = m.read_ms[0] = 0.01;
+  m.write_ms[1] = m.read_ms[1] = 0.05;
+  schedule const s = optimal_schedule(m);
+  EXPECT_DOUBLE_EQ(evaluate_schedule(m, s.actions, s.unit_bytes), s.predicted_ms);
+  EXPECT_LE(s.peak_device_bytes, m.device_bytes);
+  EXPECT_LE(s.peak_host_bytes, m.host_bytes);
+  std::size_t untaped = 0;
+  for (std::size_t r : s.recomputed) { untaped += r; }
+  EXPECT_EQ(untaped, 0u);
+  EXPECT_NEAR(s.predicted_ms, 4000 * (1.2 + 2.0), 1e-6);
+}
+
 TEST(MixedSchedule, AModelPlannedAgainIsFoundAndAnyChangedFieldIsSolvedAfresh)
 {
   // A model no other test plans: costs drawn from a fresh seed.

@@ -88,14 +88,18 @@ struct cpu_step {
   {
     recurrent(in, active_sequences(p, t));
     T const* wx = buf.wx + t * p.batch * gates();
-    cells_of(t, in, out, [&](std::size_t r) { static_cast<void>(forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r)); });
+    cells_of(t, in, out, [&](std::size_t r) {
+      static_cast<void>(forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r));
+    });
   }
 
   void augmented_forward(std::size_t t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
   {
     recurrent(in, active_sequences(p, t));
     T const* wx = buf.wx + t * p.batch * gates();
-    cells_of(t, in, out, [&](std::size_t r) { tape.write(r, forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r)); });
+    cells_of(t, in, out, [&](std::size_t r) {
+      tape.write(r, forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r));
+    });
   }
 
   void reverse(std::size_t t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,

@@ -84,8 +84,8 @@ __global__ void reverse_cells_kernel(tape_reader<record<T>> tape, T const* __res
       }
     });
   std::size_t const cells = batch * hidden;
-  for (std::size_t r = tape.layout().records + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; r < cells;
-       r += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+  std::size_t const first = tape.layout().records + blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  for (std::size_t r = first; r < cells; r += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     carry_cell(g_out, g_in, hidden, batch, r);
   }
 }

@@ -80,8 +80,9 @@ struct final_state {
 template <class T>
 void validate(problem const& p, weights<T> const& params, sequence<T> const& seq);
 
-/// L = Σ h_T (each sequence's h after its last step) and dL/d(W, U, b). The CUDA backend runs the matrix products on cuBLAS in full
-/// fp32/fp64 (no TF32); there is no HIP path (unavailable_error).
+/// L = Σ h_T (each sequence's h after its last step) and dL/d(W, U, b). The CUDA backend runs
+/// the matrix products on cuBLAS in full fp32/fp64 (no TF32); there is no HIP path
+/// (unavailable_error).
 template <class T>
 [[nodiscard]] gradient_result<T> gradient(problem const& p, weights<T> const& params, sequence<T> const& seq,
                                           options const& o);

@@ -393,7 +393,7 @@ TEST(LstmCpuPacked, ActiveSequencesAndLayerSizesFollowTheLengths)
   EXPECT_EQ(planned.step_plans[6].records, 6u);
 }
 
-TEST(LstmCpuPacked, ALongPackedBatchKeepsLayersOnTheDeviceUnderABudget)
+TEST(LstmCpuPacked, ALongPackedBatchKeepsLayersOnTheDeviceUnderABudgetAndRunsThatSchedule)
 {
   // 300 layers of unequal size: the planner's tables for unequal steps need a coarse memory unit,
   // in which a checkpoint costs a share of the budget; the plan must still keep a good part of
@@ -408,7 +408,15 @@ TEST(LstmCpuPacked, ALongPackedBatchKeepsLayersOnTheDeviceUnderABudget)
   SCOPED_TRACE(planned.tiers.describe());
   EXPECT_EQ(planned.policy, tape_policy::mixed);
   EXPECT_GE(planned.tiers.count(tier::device), p.steps / 4);
-  EXPECT_LE(planned.recompute_steps, p.steps);
+  EXPECT_LE(planned.tiers.recompute_steps, p.steps);
+  // And the chain runs that schedule: the same bits as keeping every layer, within the budget.
+  instance<float> const in = random_instance<float>(p, testing::fresh_seed(), true);
+  ls::gradient_result<float> const r = ls::gradient(p, in.params, in.seq, o);
+  ls::gradient_result<float> const store = ls::gradient(p, in.params, in.seq, cpu_options());
+  EXPECT_EQ(r.chain.recompute_steps, planned.tiers.recompute_steps);
+  EXPECT_LE(r.chain.peak_tape_bytes, o.budget_bytes);
+  EXPECT_TRUE(same_bits(r.gradient.w, store.gradient.w) && same_bits(r.gradient.u, store.gradient.u) &&
+              same_bits(r.gradient.b, store.gradient.b));
 }
 
 TEST(LstmCpuPacked, GradientIsTheSumOfEverySequenceRunAlone)

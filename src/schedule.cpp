@@ -457,11 +457,7 @@ std::optional<std::vector<schedule_action>> kept_split(schedule_model const& m, 
     free[k] -= u;
     where[t] = static_cast<level>(k);
   }
-  std::vector<schedule_action> actions;
-  for (std::size_t t = 0; t + 1 < n; ++t) { actions.push_back({action_kind::taped, t, 0, where[t], true}); }
-  actions.push_back({action_kind::taped, n - 1, 0, level::device, false});
-  for (std::size_t t = n; t-- > 0;) { actions.push_back({action_kind::reverse, t, 0, where[t], false}); }
-  return actions;
+  return kept_actions(where, true);
 }
 
 /// Every step as large and as costly as the largest and costliest. Its steps are equal, so its
@@ -611,6 +607,18 @@ schedule optimal_schedule(schedule_model const& model)
 }
 
 std::size_t max_schedule_steps(bool equal_steps) noexcept { return equal_steps ? 4000 : 400; }
+
+std::vector<schedule_action> kept_actions(std::vector<level> const& where, bool last_working)
+{
+  std::size_t const n = where.size();
+  std::vector<schedule_action> actions;
+  for (std::size_t t = 0; t < n; ++t) {
+    bool const kept = !(last_working && t + 1 == n);
+    actions.push_back({action_kind::taped, t, 0, where[t], kept});
+  }
+  for (std::size_t t = n; t-- > 0;) { actions.push_back({action_kind::reverse, t, 0, where[t], false}); }
+  return actions;
+}
 
 std::vector<schedule_action> revolve_actions(std::size_t steps, std::size_t snapshots)
 {

@@ -422,13 +422,11 @@ std::vector<schedule_action> chain_actions(tier_plan const& plan, std::size_t st
 {
   TAPEFLOW_EXPECTS(steps > 0 && plan.tiers.size() == steps, "a chain's tier plan has one tier per step");
   if (!plan.mixed.actions.empty()) { return plan.mixed.actions; }
-  std::vector<schedule_action> actions;
   if (plan.policy == tape_policy::recompute) { return revolve_actions(steps, plan.snapshots); }
   TAPEFLOW_EXPECTS(plan.count(tier::recompute) == 0, "a tier split without recomputation keeps every layer");
-  auto where = [&](std::size_t t) { return plan.tiers[t] == tier::host ? level::host : level::device; };
-  for (std::size_t t = 0; t < steps; ++t) { actions.push_back({action_kind::taped, t, 0, where(t), true}); }
-  for (std::size_t t = steps; t-- > 0;) { actions.push_back({action_kind::reverse, t, 0, where(t), false}); }
-  return actions;
+  std::vector<level> where(steps, level::device);
+  for (std::size_t t = 0; t < steps; ++t) { where[t] = plan.tiers[t] == tier::host ? level::host : level::device; }
+  return kept_actions(where, false);
 }
 
 bandwidths measure_bandwidths(backend kind, std::size_t bytes)

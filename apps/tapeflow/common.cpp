@@ -204,20 +204,28 @@ double real_of(parsed_args const& args, std::string const& name, double fallback
 
 std::uint64_t seed_of(parsed_args const& args) { return args.size("seed", 1); }
 
+std::vector<std::string> comma_items(std::string const& text)
+{
+  std::vector<std::string> items;
+  std::size_t at = 0;
+  for (;;) {
+    std::size_t const comma = text.find(',', at);
+    items.push_back(text.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) { return items; }
+    at = comma + 1;
+  }
+}
+
 step_cost step_cost_of(std::string const& text)
 {
+  std::vector<std::string> const items = comma_items(text);
   double ms[3] = {0, 0, 0};
-  std::size_t at = 0;
-  for (int k = 0; k < 3; ++k) {
-    std::size_t const comma = k < 2 ? text.find(',', at) : text.size();
-    std::optional<double> const value =
-      comma == std::string::npos ? std::nullopt : finite_number(text.substr(at, comma - at));
-    ms[k] = value.value_or(0);
+  for (std::size_t k = 0; k < 3; ++k) {
+    ms[k] = items.size() == 3 ? finite_number(items[k]).value_or(0) : 0;
     if (ms[k] <= 0) {
       throw usage_error("--step-costs must be three positive numbers of milliseconds, F,A,R (untaped forward, taped "
                         "forward, reverse), got '" + text + "'");
     }
-    at = comma + 1;
   }
   step_cost c;
   c.forward_ms = ms[0];

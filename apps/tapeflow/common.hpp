@@ -74,6 +74,8 @@ struct workload {
                                    std::size_t fallback = 0);
 /// A real-valued flag (finite).
 [[nodiscard]] double real_of(parsed_args const& args, std::string const& name, double fallback);
+/// The items of a comma-separated flag value, empty ones included ("1,,2" has three).
+[[nodiscard]] std::vector<std::string> comma_items(std::string const& text);
 /// --step-costs F,A,R: one step's untaped forward, taped forward and reverse, in milliseconds.
 [[nodiscard]] step_cost step_cost_of(std::string const& text);
 /// --seed (default 1).

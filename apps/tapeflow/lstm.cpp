@@ -16,18 +16,11 @@ namespace ls = workloads::lstm;
 
 constexpr std::size_t max_dim = std::size_t{1} << 24;
 
-/// --lengths L0,L1,...: one positive count per sequence (the library checks the packing rules).
+/// --lengths L0,L1,...: one count per sequence (the library checks the packing rules).
 std::vector<std::size_t> lengths_of(std::string const& text)
 {
   std::vector<std::size_t> lengths;
-  std::size_t at = 0;
-  while (true) {
-    std::size_t const comma = text.find(',', at);
-    std::string const item = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    lengths.push_back(parse_size("lengths", item, false));
-    if (comma == std::string::npos) { break; }
-    at = comma + 1;
-  }
+  for (std::string const& item : comma_items(text)) { lengths.push_back(parse_size("lengths", item, false)); }
   return lengths;
 }
 

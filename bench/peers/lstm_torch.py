@@ -83,22 +83,34 @@ def make_cell(torch):
     return cell
 
 
+def batch_sizes(lengths: list[int], t_: int) -> list[int]:
+    """B_t for every step t: how many of the (non-increasing) lengths exceed t, in O(B + T)."""
+    ending = [0] * (t_ + 1)
+    for length in lengths:
+        ending[length] += 1
+    sizes, running = [], len(lengths)
+    for t in range(t_):
+        running -= ending[t]
+        sizes.append(running)
+    return sizes
+
+
 def handwritten_loss(step, w, u, b, x, lengths=None):
     """sum(h_T) of the hand-written LSTM, `step` the (possibly compiled or checkpointed) cell. With
     `lengths` (non-increasing), step t advances only the sequences longer than t; the others keep
     their state."""
+    import torch  # here, not at the top: the file imports without PyTorch
+
     t_, b_, i_ = x.shape
     h_ = u.shape[1]
     wx = (x.reshape(t_ * b_, i_) @ w.t()).reshape(t_, b_, 4 * h_)  # W x_t of every step in one matmul
     h = x.new_zeros(b_, h_)
     c = x.new_zeros(b_, h_)
-    for t in range(t_):
-        n = b_ if lengths is None else sum(1 for length in lengths if length > t)
+    active = [b_] * t_ if lengths is None else batch_sizes(lengths, t_)
+    for t, n in enumerate(active):
         if n == b_:
             h, c = step(wx[t], h, c, u, b)
         else:
-            import torch  # only here: the file imports without PyTorch
-
             h_n, c_n = step(wx[t, :n], h[:n], c[:n], u, b)
             h = torch.cat([h_n, h[n:]])
             c = torch.cat([c_n, c[n:]])

@@ -111,6 +111,11 @@ struct schedule_cache_stats {
 /// (Revolve names it by its slot), and a slot stored over releases its old step first.
 [[nodiscard]] std::vector<schedule_action> revolve_actions(std::size_t steps, std::size_t snapshots);
 
+/// Every step taped once, its layer kept on `where[t]`, then every layer reversed last-first (no
+/// recomputation). With `last_working`, the last step's layer is the working layer instead: taped
+/// right before its reverse and not kept.
+[[nodiscard]] std::vector<schedule_action> kept_actions(std::vector<level> const& where, bool last_working);
+
 /// Replays a schedule: checks it is valid (every step reversed once, last first, from a layer
 /// taped from the right state; checkpoints restored only while held; memory within the model's
 /// budgets, counted in the model's unit) and returns its cost under the model. Throws

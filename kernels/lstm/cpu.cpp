@@ -67,15 +67,15 @@ struct cpu_step {
     });
   }
 
-  /// The cells of step t: cell_of(r) for the B_t H cells of the sequences it advances; the others
+  /// The cells of a step that advances `active` sequences: cell_of(r) for their cells; the others
   /// carry their state.
   template <class Cell>
-  void cells_of(std::size_t t, T const* in, T* out, Cell&& cell_of) const
+  void cells_of(std::size_t active, T const* in, T* out, Cell&& cell_of) const
   {
-    std::size_t const active = records_per_step(t);
+    std::size_t const advanced = active * p.hidden;
     cpu::parallel_for(cells(), cpu::grain_for(cells(), 256), [&](std::size_t begin, std::size_t end) {
       for (std::size_t r = begin; r < end; ++r) {
-        if (r < active) {
+        if (r < advanced) {
           cell_of(r);
         } else {
           carry_cell(in, out, p.hidden, p.batch, r);
@@ -86,18 +86,20 @@ struct cpu_step {
 
   void forward(std::size_t t, T const* in, T* out, stream_view) const
   {
-    recurrent(in, active_sequences(p, t));
+    std::size_t const active = active_sequences(p, t);
+    recurrent(in, active);
     T const* wx = buf.wx + t * p.batch * gates();
-    cells_of(t, in, out, [&](std::size_t r) {
+    cells_of(active, in, out, [&](std::size_t r) {
       static_cast<void>(forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r));
     });
   }
 
   void augmented_forward(std::size_t t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
   {
-    recurrent(in, active_sequences(p, t));
+    std::size_t const active = active_sequences(p, t);
+    recurrent(in, active);
     T const* wx = buf.wx + t * p.batch * gates();
-    cells_of(t, in, out, [&](std::size_t r) {
+    cells_of(active, in, out, [&](std::size_t r) {
       tape.write(r, forward_cell(buf.z, wx, buf.b, in, out, p.hidden, p.batch, r));
     });
   }
@@ -116,7 +118,7 @@ struct cpu_step {
       staging.get());
     // The sequences that have ended pass their adjoint back unchanged.
     std::size_t const active = active_sequences(p, t);
-    std::size_t const taped = records_per_step(t);
+    std::size_t const taped = active * p.hidden;
     std::size_t const ended = cells() - taped;
     cpu::parallel_for(ended, cpu::grain_for(ended, 256), [&](std::size_t begin, std::size_t end) {
       for (std::size_t k = begin; k < end; ++k) { carry_cell(g_out, g_in, p.hidden, p.batch, taped + k); }

@@ -3,8 +3,9 @@
 // free host units). docs/tiers.md ("The mixed schedule") states the model, the class and the
 // optimality claim; tests/test_schedule.cpp checks it against an exhaustive search and
 // tests/planner/test_reference.py against checkpoint-schedules. On long chains, whose tables
-// need a coarse memory unit, three candidates costed exactly compete with it ("Long chains");
-// the outcomes of the last models planned are kept ("Plans are kept").
+// need a coarse memory unit, four candidates costed exactly compete with it, among them the
+// steps in blocks ("Long chains"); the outcomes of the last models planned are kept ("Plans are
+// kept").
 #include <tapeflow/error.hpp>
 #include <tapeflow/nvtx.hpp>
 #include <tapeflow/revolve.hpp>
@@ -426,15 +427,23 @@ schedule costed(std::vector<schedule_action> actions, std::size_t unit, schedule
   return out;
 }
 
-/// The optimiser's schedule for `model` in `unit`, costed under `measure`. Empty when nothing fits.
-std::optional<schedule> solve(schedule_model const& model, std::size_t unit, schedule_model const& measure)
+/// The optimiser's actions for `model` in `unit`. Empty when nothing fits.
+std::optional<std::vector<schedule_action>> solved_actions(schedule_model const& model, std::size_t unit)
 {
   optimiser dp(model, unit);
   dp.solve();
   if (!(dp.best() < inf)) { return std::nullopt; }
   std::vector<schedule_action> actions;
   dp.emit(actions);
-  return costed(std::move(actions), unit, measure);
+  return actions;
+}
+
+/// The optimiser's schedule for `model` in `unit`, costed under `measure`. Empty when nothing fits.
+std::optional<schedule> solve(schedule_model const& model, std::size_t unit, schedule_model const& measure)
+{
+  std::optional<std::vector<schedule_action>> actions = solved_actions(model, unit);
+  if (!actions) { return std::nullopt; }
+  return costed(std::move(*actions), unit, measure);
 }
 
 /// Every layer kept, none recomputed: the layers whose host copies cost the most per byte on the
@@ -479,6 +488,88 @@ schedule_model equalised(schedule_model const& m)
   e.steps.assign(m.steps.size(), most);
   if (!m.host_layer_ms.empty()) { e.host_layer_ms.assign(m.steps.size(), host); }
   return e;
+}
+
+/// A chain's steps grouped into blocks of consecutive steps, about equal in bytes: block b is the
+/// steps [first[b], first[b + 1]).
+struct blocks {
+  std::vector<std::size_t> first;
+  schedule_model model;  ///< one step per block
+};
+
+/// `m` in about `count` blocks: a block's costs and layer are its steps' sums, so a schedule of the
+/// blocks, each block's steps run in order where it runs the block (`unblocked`), costs under `m`
+/// exactly what it costs under the blocks' model. A block that is the working layer keeps its
+/// steps but the last on the device until their reverse, so the blocks' device budget is `m`'s
+/// less the most any block keeps that way. Empty when that leaves nothing.
+std::optional<blocks> in_blocks(schedule_model const& m, std::size_t count)
+{
+  std::size_t const n = m.steps.size();
+  double total = 0;
+  for (step_cost const& s : m.steps) { total += static_cast<double>(s.layer_bytes); }
+  blocks b;
+  b.first.push_back(0);
+  double done = 0;  // bytes of the steps before t
+  for (std::size_t t = 0; t < n; ++t) {
+    if (t > b.first.back() && done >= total * static_cast<double>(b.first.size()) / static_cast<double>(count)) {
+      b.first.push_back(t);
+    }
+    done += static_cast<double>(m.steps[t].layer_bytes);
+  }
+  b.first.push_back(n);
+
+  b.model = m;
+  b.model.steps.clear();
+  b.model.host_layer_ms.clear();
+  std::size_t reserve = 0;
+  for (std::size_t k = 0; k + 1 < b.first.size(); ++k) {
+    step_cost sum;
+    double host = 0;
+    for (std::size_t t = b.first[k]; t < b.first[k + 1]; ++t) {
+      step_cost const& s = m.steps[t];
+      sum.forward_ms += s.forward_ms;
+      sum.aug_forward_ms += s.aug_forward_ms;
+      sum.reverse_ms += s.reverse_ms;
+      sum.layer_bytes += s.layer_bytes;
+      host += host_penalty(m, t);
+    }
+    reserve = std::max(reserve, sum.layer_bytes - m.steps[b.first[k + 1] - 1].layer_bytes);
+    b.model.steps.push_back(sum);
+    if (!m.host_layer_ms.empty()) { b.model.host_layer_ms.push_back(host); }
+  }
+  if (reserve > 0 && (!m.device_layers || reserve > m.device_bytes)) { return std::nullopt; }
+  b.model.device_bytes -= reserve;
+  return b;
+}
+
+/// A schedule of `b`'s blocks as one of their steps: a block advanced, taped or reversed is its
+/// steps advanced, taped in order or reversed last first; a block taped as the working layer
+/// keeps its steps but the last on the device; a checkpoint of a block is one of its first step.
+std::vector<schedule_action> unblocked(blocks const& b, std::vector<schedule_action> const& coarse)
+{
+  std::vector<schedule_action> out;
+  std::vector<level> where(b.first.back(), level::device);
+  for (schedule_action const& a : coarse) {
+    std::size_t const first = b.first[a.step];
+    std::size_t const end = b.first[a.step + 1];
+    switch (a.kind) {
+      case action_kind::advance: out.push_back({action_kind::advance, first, b.first[a.to], a.where, false}); break;
+      case action_kind::taped:
+        for (std::size_t t = first; t < end; ++t) {
+          bool const last = t + 1 == end;
+          where[t] = a.kept || last ? a.where : level::device;
+          out.push_back({action_kind::taped, t, 0, where[t], a.kept || !last});
+        }
+        break;
+      case action_kind::reverse:
+        for (std::size_t t = end; t-- > first;) { out.push_back({action_kind::reverse, t, 0, where[t], false}); }
+        break;
+      case action_kind::store:
+      case action_kind::restore:
+      case action_kind::release: out.push_back({a.kind, first, 0, a.where, false}); break;
+    }
+  }
+  return out;
 }
 
 // A field added to step_cost or schedule_model must join same_step or same_model (the cache's
@@ -576,6 +667,24 @@ std::optional<schedule> plan_schedule(schedule_model const& model)
   // Every layer kept, on the device while it holds them and on the host after, counted exactly.
   if (std::optional<std::vector<schedule_action>> split = kept_split(model, natural)) {
     consider(costed(std::move(*split), natural, model));
+  }
+  // The steps in blocks of about equal bytes, their number halved in turn: fewer steps, so
+  // tables in a finer unit, but coarser choices (a block is kept, recomputed or reversed whole,
+  // and a larger working block holds more). Stop when halving no longer pays, when the unit is
+  // already the blocks' finest, or when the blocks no longer fit.
+  double previous = inf;
+  for (std::size_t count = model.steps.size() / 2; count >= 2; count /= 2) {
+    std::optional<blocks> const b = in_blocks(model, count);
+    if (!b) { break; }
+    if (b->model.steps.size() > max_schedule_steps(equal_steps(b->model))) { continue; }
+    std::size_t const block_unit = table_unit(b->model);
+    std::optional<std::vector<schedule_action>> const coarse = solved_actions(b->model, block_unit);
+    if (!coarse) { break; }
+    schedule s = costed(unblocked(*b, *coarse), natural, model);
+    bool const better = s.predicted_ms < previous;
+    previous = s.predicted_ms;
+    consider(std::move(s));
+    if (!better || block_unit == natural_unit(b->model)) { break; }
   }
   return best;
 }

@@ -85,7 +85,10 @@ struct schedule {
   std::size_t checkpoints[2]{0, 0};     ///< stores per level
 };
 
-/// The cheapest schedule of the class under the model. Throws budget_error when none fits
+/// The cheapest schedule of the class under the model, with memory counted in the model's unit or
+/// in the largest unit dividing every size. A chain too long for tables in that unit gets the
+/// cheapest of the tables in a coarser unit and of candidates costed exactly, the chain's steps
+/// in blocks among them (docs/tiers.md, "Long chains"). Throws budget_error when none fits
 /// (always one fits when every layer may be the working layer and the state fits one
 /// checkpoint... or the chain has one step), logic_error for a malformed model.
 ///

@@ -640,51 +640,54 @@ class schedule_cache {
   schedule_cache_stats stats_{};
 };
 
-/// The optimiser's outcome for a checked model of at most max_schedule_steps steps.
+/// The optimiser's outcome for a checked model.
 std::optional<schedule> plan_schedule(schedule_model const& model)
 {
-  std::size_t const unit = table_unit(model);
-  std::optional<schedule> best = solve(model, unit, model);
-  std::size_t const natural = natural_unit(model);
-  if (model.unit_bytes != 0 || unit == natural) { return best; }
-  // The unit was coarsened: every checkpoint and every layer costs at least one unit, which on a
-  // long chain can be far more than it holds (300 unequal steps: two units in the budget; 4000
-  // equal ones: three). More candidates, each costed under the true sizes and costs; the
-  // cheapest is kept.
+  // Sizes as the schedules are judged: in the model's unit, or exactly.
+  std::size_t const exact = model.unit_bytes != 0 ? model.unit_bytes : natural_unit(model);
+  std::optional<schedule> best;
+  std::size_t const n = model.steps.size();
+  if (n <= max_schedule_steps(equal_steps(model))) {
+    std::size_t const unit = table_unit(model);
+    best = solve(model, unit, model);
+    if (unit == exact) { return best; }
+  }
+  // The unit was coarsened, or the chain is too long for the tables at all: every checkpoint and
+  // every layer costs at least one unit, which on a long chain can be far more than it holds
+  // (300 unequal steps: two units in the budget; 4000 equal ones: three). More candidates, each
+  // costed under the true sizes and costs; the cheapest is kept.
   auto consider = [&](std::optional<schedule> alternative) {
     if (alternative && (!best || alternative->predicted_ms < best->predicted_ms)) { best = std::move(alternative); }
   };
   // Unequal steps planned as equal steps as large and costly as the largest: a fine unit again.
-  if (!equal_steps(model)) {
+  if (!equal_steps(model) && n <= max_schedule_steps(true)) {
     schedule_model const e = equalised(model);
     consider(solve(e, table_unit(e), model));
   }
   // Revolve with as many device checkpoints as the budget holds, counted exactly.
-  std::size_t const snapshots = std::min(model.device_bytes / model.state_bytes, model.steps.size());
-  if (model.checkpoints[0] && snapshots > 0) {
-    consider(costed(revolve_actions(model.steps.size(), snapshots), natural, model));
-  }
+  std::size_t const snapshots = std::min(model.device_bytes / units(model.state_bytes, exact) / exact, n);
+  if (model.checkpoints[0] && snapshots > 0) { consider(costed(revolve_actions(n, snapshots), exact, model)); }
   // Every layer kept, on the device while it holds them and on the host after, counted exactly.
-  if (std::optional<std::vector<schedule_action>> split = kept_split(model, natural)) {
-    consider(costed(std::move(*split), natural, model));
+  if (std::optional<std::vector<schedule_action>> split = kept_split(model, exact)) {
+    consider(costed(std::move(*split), exact, model));
   }
   // The steps in blocks of about equal bytes, their number halved in turn: fewer steps, so
   // tables in a finer unit, but coarser choices (a block is kept, recomputed or reversed whole,
   // and a larger working block holds more). Stop when halving no longer pays, when the unit is
   // already the blocks' finest, or when the blocks no longer fit.
   double previous = inf;
-  for (std::size_t count = model.steps.size() / 2; count >= 2; count /= 2) {
+  for (std::size_t count = n / 2; count >= 2; count /= 2) {
     std::optional<blocks> const b = in_blocks(model, count);
     if (!b) { break; }
     if (b->model.steps.size() > max_schedule_steps(equal_steps(b->model))) { continue; }
     std::size_t const block_unit = table_unit(b->model);
     std::optional<std::vector<schedule_action>> const coarse = solved_actions(b->model, block_unit);
     if (!coarse) { break; }
-    schedule s = costed(unblocked(*b, *coarse), natural, model);
+    schedule s = costed(unblocked(*b, *coarse), exact, model);
     bool const better = s.predicted_ms < previous;
     previous = s.predicted_ms;
     consider(std::move(s));
-    if (!better || block_unit == natural_unit(b->model)) { break; }
+    if (!better || block_unit == (model.unit_bytes != 0 ? model.unit_bytes : natural_unit(b->model))) { break; }
   }
   return best;
 }
@@ -697,11 +700,6 @@ schedule optimal_schedule(schedule_model const& model)
 {
   TAPEFLOW_NVTX_RANGE("tapeflow::optimal_schedule");
   check_model(model);
-  bool const equal = equal_steps(model);
-  TAPEFLOW_EXPECTS(model.steps.size() <= max_schedule_steps(equal),
-                   "the optimiser plans at most " + std::to_string(max_schedule_steps(true)) + " equal or " +
-                     std::to_string(max_schedule_steps(false)) + " unequal steps; got " +
-                     std::to_string(model.steps.size()));
   std::optional<std::optional<schedule>> cached = schedule_cache::instance().find(model);
   std::optional<schedule> const best = cached ? std::move(*cached) : plan_schedule(model);
   if (!cached) { schedule_cache::instance().put(model, best); }

@@ -262,17 +262,6 @@ std::optional<tier_plan> mixed_plan(tier_request const& r, summary const& s, boo
   return best;
 }
 
-/// Whether the mixed schedule's optimiser plans this chain (max_schedule_steps).
-bool optimisable(tier_request const& r, summary const& s)
-{
-  bool equal = s.uniform;
-  for (layer_info const& l : r.layers) {
-    equal = equal && l.forward_ms == r.layers[0].forward_ms && l.reverse_ms == r.layers[0].reverse_ms &&
-            l.aug_forward_ms == r.layers[0].aug_forward_ms;
-  }
-  return r.layers.size() <= max_schedule_steps(equal);
-}
-
 [[noreturn]] void no_fit(tier_request const& r, summary const& s, std::string const& why)
 {
   TAPEFLOW_FAIL_BYTES(budget_error,
@@ -349,9 +338,8 @@ tier_plan plan_tiers(tier_request const& r)
     case tape_policy::recompute:
       if (r.state_bytes > 0 && !s.uniform) {
         // A chain of unequal layers: the optimiser's schedule on the device alone (Revolve's
-        // closed form is for equal steps); beyond the optimiser's length, Revolve over the
-        // largest layer.
-        std::optional<tier_plan> plan = optimisable(r, s) ? mixed_plan(r, s, false) : revolve_plan(r, s);
+        // closed form is for equal steps).
+        std::optional<tier_plan> plan = mixed_plan(r, s, false);
         if (plan) {
           plan->policy = tape_policy::recompute;
           return *plan;
@@ -366,7 +354,7 @@ tier_plan plan_tiers(tier_request const& r)
     case tape_policy::automatic: break;
   }
   if (store_fits) { return store; }
-  if (r.state_bytes > 0 && optimisable(r, s)) {
+  if (r.state_bytes > 0) {
     if (auto plan = mixed_plan(r, s, r.host_helps)) { return *plan; }
     // Below a working layer beside the mixed schedule's host slots, every layer can still pass
     // through the host tier's ring.
@@ -377,10 +365,9 @@ tier_plan plan_tiers(tier_request const& r)
                               : "no schedule of device and recomputed layers fits the device budget (on the CPU "
                                 "backend auto leaves host memory out: a copy there saves nothing; ask for offload)");
   }
-  // Tapes that are not chains, and chains longer than the optimiser plans: the cheaper of the
-  // host split and recomputation (Revolve over the largest layer for chains).
+  // Tapes that are not chains: the cheaper of the host split and greedy recomputation.
   std::optional<tier_plan> mixed = r.host_helps ? host_plan(r, s, false) : std::nullopt;
-  std::optional<tier_plan> rebuilt = r.state_bytes > 0 ? revolve_plan(r, s) : recompute();
+  std::optional<tier_plan> rebuilt = greedy_plan(r, s);
   if (mixed && (!rebuilt || mixed->overhead_ms <= rebuilt->overhead_ms)) {
     mixed->policy = tape_policy::offload;
     return *mixed;

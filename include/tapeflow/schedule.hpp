@@ -104,9 +104,9 @@ struct schedule_cache_stats {
 };
 [[nodiscard]] schedule_cache_stats schedule_cache_counts();
 
-/// The longest chain optimal_schedule plans: the tables grow with the steps squared (unequal
-/// steps) or the steps (equal ones, whose costs are then equal too); longer chains are a
-/// logic_error, and the tier planner falls back to the host tier or Revolve for them.
+/// The longest chain whose tables optimal_schedule solves step by step: they grow with the steps
+/// squared (unequal steps) or the steps (equal ones, whose costs are then equal too). Longer
+/// chains are planned with their steps in blocks and by the candidates (docs/tiers.md).
 [[nodiscard]] std::size_t max_schedule_steps(bool equal_steps) noexcept;
 
 /// Revolve's schedule (tapeflow/revolve.hpp) of `steps` steps with `snapshots` device

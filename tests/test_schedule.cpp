@@ -297,6 +297,16 @@ TEST(MixedSchedule, ReplayRejectsInvalidSchedules)
   EXPECT_THROW(static_cast<void>(evaluate_schedule(m, s.actions, s.unit_bytes)), logic_error);
 }
 
+/// optimal_schedule(m), checked: it replays at its predicted cost within both budgets.
+schedule planned(schedule_model const& m)
+{
+  schedule s = optimal_schedule(m);
+  EXPECT_DOUBLE_EQ(evaluate_schedule(m, s.actions, s.unit_bytes), s.predicted_ms);
+  EXPECT_LE(s.peak_device_bytes, m.device_bytes);
+  EXPECT_LE(s.peak_host_bytes, m.host_bytes);
+  return s;
+}
+
 TEST(MixedSchedule, LongChainsOfUnequalLayersAreNoWorseThanTheirLargestLayerEverywhere)
 {
   // 300 layers shrinking from 64 KiB to 16 KiB (as a packed LSTM's), a 4 KiB state, a device
@@ -315,9 +325,7 @@ TEST(MixedSchedule, LongChainsOfUnequalLayersAreNoWorseThanTheirLargestLayerEver
   m.device_bytes = tape * 2 / 5;
   m.host_layers = false;
   m.checkpoints[1] = false;
-  schedule const s = optimal_schedule(m);
-  EXPECT_DOUBLE_EQ(evaluate_schedule(m, s.actions, s.unit_bytes), s.predicted_ms);
-  EXPECT_LE(s.peak_device_bytes, m.device_bytes);
+  schedule const s = planned(m);
 
   schedule_model largest = m;
   step_cost const first = m.steps.front();  // the largest and costliest
@@ -350,9 +358,7 @@ TEST(MixedSchedule, LongChainsAreNoWorseThanRevolveWithTheCheckpointsTheBudgetHo
   m.write_ms[0] = m.read_ms[0] = 0.01;
   m.host_layers = false;
   m.checkpoints[1] = false;
-  schedule const s = optimal_schedule(m);
-  EXPECT_DOUBLE_EQ(evaluate_schedule(m, s.actions, s.unit_bytes), s.predicted_ms);
-  EXPECT_LE(s.peak_device_bytes, m.device_bytes);
+  schedule const s = planned(m);
   double const revolve = evaluate_schedule(m, revolve_actions(4000, 60), 4096);
   EXPECT_LE(s.predicted_ms, revolve);
   std::size_t untaped = 0;
@@ -373,10 +379,7 @@ TEST(MixedSchedule, LongChainsKeepEveryLayerWhenTheBudgetsHoldThemAll)
   m.host_bytes = 3000 * 4096;
   m.write_ms[0] = m.read_ms[0] = 0.01;
   m.write_ms[1] = m.read_ms[1] = 0.05;
-  schedule const s = optimal_schedule(m);
-  EXPECT_DOUBLE_EQ(evaluate_schedule(m, s.actions, s.unit_bytes), s.predicted_ms);
-  EXPECT_LE(s.peak_device_bytes, m.device_bytes);
-  EXPECT_LE(s.peak_host_bytes, m.host_bytes);
+  schedule const s = planned(m);
   std::size_t untaped = 0;
   for (std::size_t r : s.recomputed) { untaped += r; }
   EXPECT_EQ(untaped, 0u);
@@ -419,16 +422,14 @@ TEST(MixedSchedule, LongChainsComeWithinAFewPercentOfTheOptimumInTheFinestUnit)
     std::size_t tape = 0;
     for (step_cost const& s : m.steps) { tape += s.layer_bytes; }
     m.device_bytes = static_cast<std::size_t>(static_cast<double>(tape) * share);
-    schedule const planned = optimal_schedule(m);
-    EXPECT_DOUBLE_EQ(evaluate_schedule(m, planned.actions, planned.unit_bytes), planned.predicted_ms);
-    EXPECT_LE(planned.peak_device_bytes, m.device_bytes);
+    schedule const plan = planned(m);
 
     schedule_model finest = m;
     finest.unit_bytes = 4096;
     schedule const optimum = optimal_schedule(finest);
     double const floor = store_ms(m);
-    EXPECT_GE(planned.predicted_ms, optimum.predicted_ms - 1e-9) << "share " << share;
-    EXPECT_LE(planned.predicted_ms - floor, 1.05 * (optimum.predicted_ms - floor)) << "share " << share;
+    EXPECT_GE(plan.predicted_ms, optimum.predicted_ms - 1e-9) << "share " << share;
+    EXPECT_LE(plan.predicted_ms - floor, 1.05 * (optimum.predicted_ms - floor)) << "share " << share;
   }
 }
 
@@ -448,10 +449,7 @@ TEST(MixedSchedule, LongChainsInBlocksKeepTheirLayersOnBothLevelsWithinTheBudget
   m.host_layers = true;
   m.checkpoints[1] = true;
   m.write_ms[1] = m.read_ms[1] = 0.2;
-  schedule const s = optimal_schedule(m);
-  EXPECT_DOUBLE_EQ(evaluate_schedule(m, s.actions, s.unit_bytes), s.predicted_ms);
-  EXPECT_LE(s.peak_device_bytes, m.device_bytes);
-  EXPECT_LE(s.peak_host_bytes, m.host_bytes);
+  schedule const s = planned(m);
   std::size_t host = 0;
   for (layer_fate f : s.fate) { host += f == layer_fate::host ? 1 : 0; }
   EXPECT_GT(host, 0u) << "the host holds a quarter of the tape: some layers go there";
@@ -577,9 +575,7 @@ TEST(MixedSchedule, LargeChainsPlanQuickly)
   m.device_bytes = 20 * 4096;
   m.host_bytes = 100 * 4096;
   m.write_ms[1] = m.read_ms[1] = 0.5;
-  schedule const s = optimal_schedule(m);
-  EXPECT_DOUBLE_EQ(evaluate_schedule(m, s.actions, s.unit_bytes), s.predicted_ms);
-  EXPECT_LE(s.peak_device_bytes, m.device_bytes);
+  schedule const s = planned(m);
 }
 
 }  // namespace

@@ -31,22 +31,10 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
+from lstm_sizes import CHECK_SIZE, batch_sizes, packed_lengths, size_string, timed_sizes  # noqa: E402
+
 WORKLOAD = "lstm"
-# (B, T, I, H): the sizes of Futhark's LSTM evaluation; the strings match tapeflow_bench's.
-SIZES = [(1024, 20, 300, 192), (1024, 300, 80, 256)]
-QUICK_SIZES = [(64, 5, 16, 32)]
-CHECK_SIZE = (3, 4, 4, 5)
 PACKED_VARIANTS = ("cudnn", "pytorch-eager")  # the variants that run the packed size
-
-
-def size_string(b: int, t: int, i: int, h: int, packed: bool = False) -> str:
-    return f"B{b} T{t} I{i} H{h}" + (" packed" if packed else "")
-
-
-def packed_lengths(b_: int, t_: int) -> list[int]:
-    """L_k = T - floor(k floor(3T/4) / B): from T down to about T/4, longest first (the formula of
-    tapeflow_bench's lstm suite)."""
-    return [t_ - (k * (3 * t_ // 4)) // b_ for k in range(b_)]
 
 
 def make_problem(torch, shape, dtype, device, seed):
@@ -81,18 +69,6 @@ def make_cell(torch):
         return h, c
 
     return cell
-
-
-def batch_sizes(lengths: list[int], t_: int) -> list[int]:
-    """B_t for every step t: how many of the (non-increasing) lengths exceed t, in O(B + T)."""
-    ending = [0] * (t_ + 1)
-    for length in lengths:
-        ending[length] += 1
-    sizes, running = [], len(lengths)
-    for t in range(t_):
-        running -= ending[t]
-        sizes.append(running)
-    return sizes
 
 
 def handwritten_loss(step, w, u, b, x, lengths=None):
@@ -209,9 +185,7 @@ def main() -> None:
         return checkpoint.checkpoint(cell, *a, use_reentrant=False)
 
     rows = []
-    sizes = QUICK_SIZES if args.quick else SIZES
-    # Every size padded, then the longer one packed (as tapeflow_bench's lstm suite).
-    for shape, lengths in [(s, None) for s in sizes] + [(sizes[-1], packed_lengths(sizes[-1][0], sizes[-1][1]))]:
+    for shape, lengths in timed_sizes(args.quick):
         size = size_string(*shape, packed=lengths is not None)
         w, u, b, x = make_problem(torch, shape, torch.float32, device, seed=20261124)
         params = [w, u, b]

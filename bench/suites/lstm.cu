@@ -4,7 +4,7 @@
 // in the store tier. Rows: workload "lstm", variant "tapeflow", sizes "B1024 T20 I300 H192",
 // "B1024 T300 I80 H256" and "B1024 T300 I80 H256 packed" (the same batch as packed variable-length
 // sequences, packed_lengths below); the peers in bench/peers/lstm_{torch,jax}.py write the same
-// strings (the packed size: PyTorch only).
+// strings (the packed size: cuDNN, eager PyTorch and JAX's masked scan).
 #include "../harness.hpp"
 
 #include <lstm/cuda_step.cuh>

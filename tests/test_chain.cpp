@@ -8,9 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 namespace tapeflow {
 namespace {
@@ -195,6 +198,10 @@ struct unequal_step {
   using record_type = value_record<double, 2>;
 
   std::size_t size;
+  /// How often each step's reverse ran.
+  std::shared_ptr<std::map<std::size_t, std::size_t>> reversed = std::make_shared<std::map<std::size_t, std::size_t>>();
+  /// Step 0's forward (taped or not) takes at least this long.
+  std::chrono::milliseconds first_takes{0};
 
   [[nodiscard]] std::size_t width(std::size_t t) const noexcept { return std::min(size, 2 + 4 * (t % 4)); }
   [[nodiscard]] std::size_t state_size() const noexcept { return size; }
@@ -202,6 +209,7 @@ struct unequal_step {
 
   void forward(std::size_t t, double const* in, double* out, stream_view) const
   {
+    if (t == 0) { std::this_thread::sleep_for(first_takes); }
     for (std::size_t k = 0; k < size; ++k) { out[k] = k < width(t) ? in[k] + 0.5 * in[k] * in[k] : 2.0 * in[k]; }
   }
 
@@ -221,6 +229,7 @@ struct unequal_step {
                double* g_in, stream_view) const
   {
     EXPECT_EQ(plan.records, records_per_step(t));
+    ++(*reversed)[t];
     for (std::size_t k = width(t); k < size; ++k) { g_in[k] = 2.0 * g_out[k]; }
     cpu::reverse_tiles(tape, plan, [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
       for (std::size_t i = 0; i < count; ++i) {
@@ -296,6 +305,38 @@ TEST(Chain, LayersOfDifferentSizesUnderEveryPolicyGiveTheSameBits)
     if (p != tape_policy::offload) { EXPECT_GT(stats.recompute_steps, 0u); }
     EXPECT_EQ(stats.recompute_steps, stats.tiers.recompute_steps);
   }
+
+  // measure_steps over layers of different sizes times the step with the largest layer (step 3,
+  // 7 records) and the one with the smallest (step 0, 1 record), a warm-up and three runs each,
+  // and gives every step costs linear in its layer's size through those two. Step 0 takes at
+  // least 3 ms, and its costs are what was timed: no less.
+  chain_options o = base;
+  o.policy = tape_policy::automatic;
+  o.budget_bytes = tape / 3;
+  o.measure_steps = true;
+  unequal_step slow_first{x0.size()};
+  slow_first.first_takes = std::chrono::milliseconds{3};
+  chain<unequal_step> measured(slow_first, steps, o);
+  std::map<std::size_t, std::size_t> const timed{{0, 4}, {3, 4}};
+  EXPECT_EQ(*measured.step().reversed, timed);
+  std::vector<step_cost> const& costs = measured.stats().step_costs;
+  ASSERT_EQ(costs.size(), steps);
+  for (std::size_t t = 0; t < steps; ++t) {
+    SCOPED_TRACE("step " + std::to_string(t));
+    EXPECT_EQ(costs[t].layer_bytes, u.records_per_step(t) * sizeof(unequal_step::record_type));
+    double const w = static_cast<double>(u.records_per_step(t) - 1) / 6.0;  // 1 record: step 0's; 7: step 3's
+    auto const line = [&](double step_cost::*field) {
+      return std::max(0.0, costs[0].*field + (costs[3].*field - costs[0].*field) * w);
+    };
+    EXPECT_NEAR(costs[t].forward_ms, line(&step_cost::forward_ms), 1e-12);
+    EXPECT_NEAR(costs[t].aug_forward_ms, line(&step_cost::aug_forward_ms), 1e-12);
+    EXPECT_NEAR(costs[t].reverse_ms, line(&step_cost::reverse_ms), 1e-12);
+    EXPECT_EQ(costs[t].reverse_ms, costs[t % 4].reverse_ms) << "equal layers, equal costs";
+  }
+  EXPECT_GE(costs[0].forward_ms, 3.0);
+  EXPECT_GE(costs[0].aug_forward_ms, 3.0);
+  EXPECT_GT(costs[3].reverse_ms, 0.0);
+  EXPECT_EQ(gradient(o, nullptr), expect);
 }
 
 TEST(Chain, MeasuredStepCostsShapeThePlan)

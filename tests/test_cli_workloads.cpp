@@ -145,6 +145,21 @@ TEST_F(Cli, PackedLstmGradientIsTheApiGradientAndItsPlanListsEveryLayer)
   ASSERT_EQ(run("plan lstm" + shape + " --lengths 4,2,1 --backend cpu --json " + path("p.json")), 0) << output_;
   EXPECT_NE(output_.find("tape 4 layers of up to"), std::string::npos) << output_;
   EXPECT_NE(text("p.json").find("\"records_per_step\": [18, 12, 6, 6]"), std::string::npos) << text("p.json");
+  // Measured costs over those layers: one entry per step in the run's JSON, the same bits.
+  ASSERT_EQ(run("run lstm" + shape + " --lengths 4,2,1 --dtype f64 --backend cpu --budget 2K --measure-steps --input " +
+                path("in.bin") + " --grad-out " + path("g.bin") + " --json " + path("m.json")),
+            0)
+    << output_;
+  std::string const measured = text("m.json");
+  std::size_t const every = measured.find("\"step_costs_per_step\"");
+  ASSERT_NE(every, std::string::npos) << measured;
+  std::size_t entries = 0;
+  for (std::size_t at = measured.find("\"reverse_ms\"", every); at != std::string::npos && at < measured.find(']', every);
+       at = measured.find("\"reverse_ms\"", at + 1)) {
+    ++entries;
+  }
+  EXPECT_EQ(entries, 4u) << measured;
+  expect_same_bits(read<double>("g.bin"), concat<double>({&r.gradient.w, &r.gradient.u, &r.gradient.b}), "lstm");
 }
 
 TEST_F(Cli, Rk4GradientIsTheApiGradient)

@@ -54,7 +54,8 @@ std::vector<flag_spec> const chain_flags{
 
 flag_spec const measure_steps_flag{"measure-steps", "",
                                    "time one step (untaped, taped, reverse) before planning a tape that does not fit, "
-                                   "and plan with that",
+                                   "and plan with that (layers of different sizes: the largest and the smallest, the "
+                                   "others in between)",
                                    false};
 
 std::vector<flag_spec> const pipeline_flags{
@@ -405,12 +406,18 @@ json_object chain_plan_json(chain_stats const& c)
     for (pipeline_plan const& p : c.step_plans) { records.push_back(p.records); }
     plan.add("records_per_step", records);
   }
-  // The costs the plan rests on when they were given or measured (absent: estimated).
-  if (!c.step_costs.empty()) {
-    step_cost const& s = c.step_costs.front();
+  // The costs the plan rests on when they were given or measured (absent: estimated): step 0's,
+  // and every step's when they differ (measured layers of different sizes).
+  auto costs_of = [](step_cost const& s) {
     json_object costs;
     costs.add("forward_ms", s.forward_ms).add("aug_forward_ms", s.aug_forward_ms).add("reverse_ms", s.reverse_ms);
-    plan.add("step_costs", costs);
+    return costs;
+  };
+  if (!c.step_costs.empty()) { plan.add("step_costs", costs_of(c.step_costs.front())); }
+  if (c.step_costs.size() > 1) {
+    std::vector<json_object> every;
+    for (step_cost const& s : c.step_costs) { every.push_back(costs_of(s)); }
+    plan.add("step_costs_per_step", every);
   }
   return plan;
 }

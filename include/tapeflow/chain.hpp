@@ -64,9 +64,10 @@ struct chain_options {
   /// device-to-device bandwidth, or measured when `measure_steps` is set.
   std::vector<step_cost> step_costs{};
   /// Before planning a tape that does not fit, time the step's untaped forward, taped forward
-  /// and reverse (step 0 on a zero state: a warm-up, then the median of three) and plan with
-  /// those (scaled by layer size for layers of other sizes). The step runs a few extra times at
-  /// construction.
+  /// and reverse (on a zero state: a warm-up, then the median of three) and plan with those: step
+  /// 0's; for layers of different sizes, the steps with the largest and the smallest layer, every
+  /// step's costs linear in its layer's size through those two. The timed steps run a few extra
+  /// times at construction.
   bool measure_steps{false};
   /// Tile, stage and block overrides; `record_bytes` and `records` are filled in by the chain.
   pipeline_request pipeline{};
@@ -505,8 +506,38 @@ class chain {
     stats_.graph_captured = program_->captured();
     report(chain_phase::reverse, steps_);
   }
-  /// Times step 0's untaped forward, taped forward and reverse on a zero state (options.measure_steps).
+  /// The step costs options.measure_steps plans with. Layers of one size: step 0's, timed. Layers
+  /// of different sizes: the steps with the largest and the smallest layer are timed and every
+  /// step gets costs linear in its layer's size through those two (a step's time is a part that
+  /// does not depend on its layer — the state's traffic — and a part in proportion to it).
   std::vector<step_cost> measure_step_costs()
+  {
+    if (stats_.step_plans.empty()) { return {measure_step(0)}; }
+    std::size_t largest = 0;
+    std::size_t smallest = 0;
+    for (std::size_t t = 1; t < steps_; ++t) {
+      if (plan_of(t).records > plan_of(largest).records) { largest = t; }
+      if (plan_of(t).records < plan_of(smallest).records) { smallest = t; }
+    }
+    step_cost const big = measure_step(largest);
+    if (plan_of(smallest).records == plan_of(largest).records) { return {big}; }
+    step_cost const little = measure_step(smallest);
+    double const span = static_cast<double>(big.layer_bytes - little.layer_bytes);
+    auto const between = [](double a, double b, double w) { return std::max(0.0, a + (b - a) * w); };
+    std::vector<step_cost> costs(steps_);
+    for (std::size_t t = 0; t < steps_; ++t) {
+      std::size_t const bytes = plan_of(t).records * sizeof(record_type);
+      double const w = static_cast<double>(bytes - little.layer_bytes) / span;
+      costs[t] = step_cost{between(little.forward_ms, big.forward_ms, w),
+                           between(little.aug_forward_ms, big.aug_forward_ms, w),
+                           between(little.reverse_ms, big.reverse_ms, w), bytes};
+    }
+    return costs;
+  }
+
+  /// Times step t's untaped forward, taped forward and reverse on a zero state: a warm-up, then
+  /// the median of three.
+  step_cost measure_step(std::size_t t)
   {
     stream_view const s = compute_stream({});
     std::size_t const bytes = state_bytes();
@@ -514,7 +545,7 @@ class chain {
     device_buffer out(options_.kind, bytes, s);
     device_buffer adjoint(options_.kind, bytes, s);
     device_buffer adjoint_in(options_.kind, bytes, s);
-    pipeline_plan const& plan = plan_of(0);
+    pipeline_plan const& plan = plan_of(t);
     device_buffer records(options_.kind, plan.records * sizeof(record_type), s);
     in.fill(0, s);
     adjoint.fill(0, s);
@@ -532,20 +563,20 @@ class chain {
       return ms[1];
     };
     step_cost c;
-    c.forward_ms = median_ms([&] { step_.forward(0, in.data_as<value_type>(), out.data_as<value_type>(), s); });
+    c.forward_ms = median_ms([&] { step_.forward(t, in.data_as<value_type>(), out.data_as<value_type>(), s); });
     c.aug_forward_ms = median_ms([&] {
-      step_.augmented_forward(0, in.data_as<value_type>(), out.data_as<value_type>(),
+      step_.augmented_forward(t, in.data_as<value_type>(), out.data_as<value_type>(),
                               tape_writer<record_type>{records.data_as<record_type>(), plan.layout()}, s);
     });
     // A step with parameters adds to a parameter adjoint: a scratch one here, not the chain's.
     device_buffer theta(options_.kind, std::max<std::size_t>(1, parameter_size_of(step_)) * sizeof(value_type), s);
     theta.fill(0, s);
     c.reverse_ms = median_ms([&] {
-      reverse_step(0, tape_reader<record_type>{records.data_as<record_type>(), plan.layout()},
+      reverse_step(t, tape_reader<record_type>{records.data_as<record_type>(), plan.layout()},
                    adjoint.data_as<value_type>(), adjoint_in.data_as<value_type>(), s, theta.data_as<value_type>());
     });
     c.layer_bytes = plan.records * sizeof(record_type);
-    return {c};
+    return c;
   }
 
   // ---- bookkeeping -------------------------------------------------------------------------

@@ -374,6 +374,57 @@ TEST(Chain, MeasuredStepCostsShapeThePlan)
   EXPECT_LE(measured.stats().peak_tape_bytes, o.budget_bytes);
 }
 
+TEST(Chain, ChainsLongerThanTheOptimisersTablesRunTheirMixedScheduleToTheSameBits)
+{
+  // 450 unequal steps (beyond the 400 whose tables the optimiser solves): planned in blocks and
+  // by the long-chain candidates, run with host layers and checkpoints (the host tier on the
+  // CPU), the same bits as keeping every layer, within both budgets.
+  std::vector<double> x0(14);
+  for (std::size_t k = 0; k < x0.size(); ++k) { x0[k] = 0.01 * static_cast<double>(k % 5) - 0.02; }
+  std::size_t const bytes = x0.size() * sizeof(double);
+  std::size_t const steps = 450;
+  unequal_step const u{x0.size()};
+  std::size_t tape = 0;
+  for (std::size_t t = 0; t < steps; ++t) { tape += u.records_per_step(t) * sizeof(unequal_step::record_type); }
+  auto gradient = [&](chain_options const& o, chain_stats* stats) {
+    chain<unequal_step> c(unequal_step{x0.size()}, steps, o);
+    device_buffer state(backend::cpu, bytes);
+    state.upload(x0.data(), bytes, {});
+    c.forward(state);
+    device_buffer adjoint(backend::cpu, bytes);
+    std::vector<double> const ones(x0.size(), 1.0);
+    adjoint.upload(ones.data(), bytes, {});
+    c.reverse(adjoint);
+    std::vector<double> g(x0.size());
+    adjoint.download(g.data(), bytes, {});
+    *stats = c.stats();
+    return g;
+  };
+  chain_options o;
+  o.poison = true;
+  o.bw = {0.5, 0.5, 20.0};
+  o.pipeline.tile_records = 2;
+  o.policy = tape_policy::store;
+  chain_stats stored;
+  std::vector<double> const expect = gradient(o, &stored);
+  o.policy = tape_policy::automatic;
+  o.host_tier_on_cpu = true;
+  o.budget_bytes = tape / 4;
+  o.host_budget_bytes = tape / 3;
+  // Steps of a millisecond: a copy to the host is far cheaper than running one again.
+  o.step_costs = {step_cost{1.0, 1.2, 2.0, 7 * sizeof(unequal_step::record_type)}};
+  chain_stats mixed;
+  EXPECT_EQ(gradient(o, &mixed), expect);
+  SCOPED_TRACE(mixed.tiers.describe());
+  EXPECT_EQ(mixed.policy, tape_policy::mixed);
+  EXPECT_FALSE(mixed.tiers.mixed.actions.empty());
+  EXPECT_GT(mixed.tiers.count(tier::host), 0u);
+  EXPECT_GT(mixed.tiers.count(tier::recompute), 0u);
+  EXPECT_EQ(mixed.recompute_steps, mixed.tiers.recompute_steps);
+  EXPECT_LE(mixed.peak_tape_bytes, o.budget_bytes);
+  EXPECT_LE(mixed.host_tape_bytes, o.host_budget_bytes);
+}
+
 TEST(Policy, NamesRoundTrip)
 {
   for (tape_policy p : {tape_policy::automatic, tape_policy::store, tape_policy::offload, tape_policy::recompute}) {

@@ -18,7 +18,10 @@
 namespace tapeflow {
 namespace {
 
-std::vector<double> run(chain<toy_step>& c, std::vector<double> const& x0)
+/// dL/dx0 of L = Σ x_T through `c`. A schedule's reverse never swaps the caller's adjoint buffer
+/// for the chain's.
+template <class Step>
+std::vector<double> run(chain<Step>& c, std::vector<double> const& x0)
 {
   std::size_t const bytes = x0.size() * sizeof(double);
   device_buffer state(backend::cpu, bytes);
@@ -27,7 +30,9 @@ std::vector<double> run(chain<toy_step>& c, std::vector<double> const& x0)
   device_buffer adjoint(backend::cpu, bytes);
   std::vector<double> ones(x0.size(), 1.0);
   adjoint.upload(ones.data(), bytes, {});
+  void const* const caller = adjoint.data();
   c.reverse(adjoint);
+  if (!c.stats().tiers.mixed.actions.empty()) { EXPECT_EQ(adjoint.data(), caller); }
   std::vector<double> g(x0.size());
   adjoint.download(g.data(), bytes, {});
   return g;
@@ -244,33 +249,33 @@ struct unequal_step {
 
 static_assert(is_step_v<unequal_step>, "records_per_step(step) meets the Step contract");
 
+/// `store` over unequal steps: poisoned buffers, tiles of 2 records, host copies at `copy_GBps`.
+chain_options unequal_store(double copy_GBps)
+{
+  chain_options o;
+  o.poison = true;
+  o.bw = {copy_GBps, copy_GBps, 20.0};
+  o.pipeline.tile_records = 2;
+  o.policy = tape_policy::store;
+  return o;
+}
+
+/// dL/dx0 through a chain of `steps` unequal steps under `o`; its stats into `stats` when given.
+std::vector<double> unequal_gradient(std::vector<double> const& x0, std::size_t steps, chain_options const& o,
+                                     chain_stats* stats)
+{
+  chain<unequal_step> c(unequal_step{x0.size()}, steps, o);
+  std::vector<double> g = run(c, x0);
+  if (stats != nullptr) { *stats = c.stats(); }
+  return g;
+}
+
 TEST(Chain, LayersOfDifferentSizesUnderEveryPolicyGiveTheSameBits)
 {
   std::vector<double> const x0{0.1, -0.2, 0.3, 0.05, -0.4, 0.2, 0.15, -0.1, 0.25, -0.3, 0.12, 0.02, -0.05, 0.3};
-  std::size_t const bytes = x0.size() * sizeof(double);
-  std::size_t const steps = 13;
-  auto gradient = [&](chain_options const& o, chain_stats* stats) {
-    chain<unequal_step> c(unequal_step{x0.size()}, steps, o);
-    device_buffer state(backend::cpu, bytes);
-    state.upload(x0.data(), bytes, {});
-    c.forward(state);
-    device_buffer adjoint(backend::cpu, bytes);
-    std::vector<double> const ones(x0.size(), 1.0);
-    adjoint.upload(ones.data(), bytes, {});
-    void const* const caller = adjoint.data();
-    c.reverse(adjoint);
-    // A schedule's reverse never swaps the caller's buffer for the chain's (13 steps: an odd count).
-    if (!c.stats().tiers.mixed.actions.empty()) { EXPECT_EQ(adjoint.data(), caller); }
-    std::vector<double> g(x0.size());
-    adjoint.download(g.data(), bytes, {});
-    if (stats != nullptr) { *stats = c.stats(); }
-    return g;
-  };
-  chain_options base;
-  base.poison = true;
-  base.bw = {50.0, 50.0, 20.0};
-  base.pipeline.tile_records = 2;
-  base.policy = tape_policy::store;
+  std::size_t const steps = 13;  // an odd count: the chain's own adjoint buffers would end on the other one
+  auto gradient = [&](chain_options const& o, chain_stats* stats) { return unequal_gradient(x0, steps, o, stats); };
+  chain_options const base = unequal_store(50.0);
   chain_stats stored;
   std::vector<double> const expect = gradient(base, &stored);
   // The chain rule, step by step.
@@ -381,30 +386,12 @@ TEST(Chain, ChainsLongerThanTheOptimisersTablesRunTheirMixedScheduleToTheSameBit
   // CPU), the same bits as keeping every layer, within both budgets.
   std::vector<double> x0(14);
   for (std::size_t k = 0; k < x0.size(); ++k) { x0[k] = 0.01 * static_cast<double>(k % 5) - 0.02; }
-  std::size_t const bytes = x0.size() * sizeof(double);
   std::size_t const steps = 450;
   unequal_step const u{x0.size()};
   std::size_t tape = 0;
   for (std::size_t t = 0; t < steps; ++t) { tape += u.records_per_step(t) * sizeof(unequal_step::record_type); }
-  auto gradient = [&](chain_options const& o, chain_stats* stats) {
-    chain<unequal_step> c(unequal_step{x0.size()}, steps, o);
-    device_buffer state(backend::cpu, bytes);
-    state.upload(x0.data(), bytes, {});
-    c.forward(state);
-    device_buffer adjoint(backend::cpu, bytes);
-    std::vector<double> const ones(x0.size(), 1.0);
-    adjoint.upload(ones.data(), bytes, {});
-    c.reverse(adjoint);
-    std::vector<double> g(x0.size());
-    adjoint.download(g.data(), bytes, {});
-    *stats = c.stats();
-    return g;
-  };
-  chain_options o;
-  o.poison = true;
-  o.bw = {0.5, 0.5, 20.0};
-  o.pipeline.tile_records = 2;
-  o.policy = tape_policy::store;
+  auto gradient = [&](chain_options const& o, chain_stats* stats) { return unequal_gradient(x0, steps, o, stats); };
+  chain_options o = unequal_store(0.5);
   chain_stats stored;
   std::vector<double> const expect = gradient(o, &stored);
   o.policy = tape_policy::automatic;

@@ -200,6 +200,16 @@ TEST_F(GpuLstm, PackedSequencesMatchTheCpuReferenceUnderEveryPolicy)
     EXPECT_LE(r.chain.peak_tape_bytes, o.budget_bytes);
     expect_same_bits(r, reference);
   }
+  // Planned with measured step costs: the steps with the largest and the smallest layer timed on
+  // the device, every step's costs in between.
+  ls::options measured = base;
+  measured.policy = tape_policy::automatic;
+  measured.budget_bytes = reference.chain.tape_bytes * 40 / 100;
+  measured.measure_steps = true;
+  ls::gradient_result<float> const timed = ls::gradient(p, in.params, in.seq, measured);
+  EXPECT_EQ(timed.chain.step_costs.size(), p.steps);
+  EXPECT_LE(timed.chain.peak_tape_bytes, measured.budget_bytes);
+  expect_same_bits(timed, reference);
   ls::final_state<float> const gpu = ls::primal(p, in.params, in.seq, on(testing::gpu));
   ls::final_state<float> const cpu = ls::primal(p, in.params, in.seq, on(backend::cpu));
   EXPECT_LT(testing::relative_error(gpu.h, cpu.h), 1e-5);

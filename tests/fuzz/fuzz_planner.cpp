@@ -2,8 +2,7 @@
 // libFuzzer target: random layer sizes, costs, budgets, bandwidths and device limits into the
 // planners. Every plan must place every layer, respect the budgets and keep a valid prefetch
 // order; Revolve schedules must replay and be optimal; the schedule a chain runs for every plan
-// must replay as a valid one, and so must the optimiser's own schedules, on chains longer than
-// its tables too; nothing may crash. Well-formed tier requests may fail only with
+// must replay as a valid one; nothing may crash (fuzz_schedule.cpp: the optimiser on its own). Well-formed tier requests may fail only with
 // budget_error; bad pipeline requests only with tapeflow's typed errors.
 #include <tapeflow/error.hpp>
 #include <tapeflow/plan.hpp>
@@ -191,56 +190,15 @@ void check_pipeline(FuzzedDataProvider& in)
   }
 }
 
-void check_schedule(FuzzedDataProvider& in)
-{
-  // The optimiser on its own, up to chains longer than its tables (400 unequal steps): blocks and
-  // the other long-chain candidates. Every schedule it returns replays at its predicted cost
-  // within both budgets; a model that fits nothing is a budget_error; nothing else may be thrown.
-  using namespace tapeflow;
-  schedule_model m;
-  std::size_t const n = in.ConsumeIntegralInRange<std::size_t>(1, 600);
-  bool const uniform = in.ConsumeBool();
-  std::size_t const common = in.ConsumeIntegralInRange<std::size_t>(1, std::size_t{1} << 24);
-  bool const host_costs = in.ConsumeBool();
-  for (std::size_t i = 0; i < n; ++i) {
-    std::size_t const bytes = uniform ? common : in.ConsumeIntegralInRange<std::size_t>(1, std::size_t{1} << 24);
-    double const f = in.ConsumeFloatingPointInRange<double>(0.0, 10.0);
-    m.steps.push_back({f, f * in.ConsumeFloatingPointInRange<double>(1.0, 2.0),
-                       in.ConsumeFloatingPointInRange<double>(0.0, 20.0), bytes});
-    if (host_costs) { m.host_layer_ms.push_back(in.ConsumeFloatingPointInRange<double>(0.0, 5.0)); }
-  }
-  m.state_bytes = in.ConsumeIntegralInRange<std::size_t>(1, std::size_t{1} << 24);
-  m.device_bytes = in.ConsumeIntegralInRange<std::size_t>(0, std::size_t{1} << 32);
-  m.host_bytes = in.ConsumeIntegralInRange<std::size_t>(0, std::size_t{1} << 32);
-  for (int k = 0; k < 2; ++k) {
-    m.write_ms[k] = in.ConsumeFloatingPointInRange<double>(0.0, 1.0);
-    m.read_ms[k] = in.ConsumeFloatingPointInRange<double>(0.0, 1.0);
-    m.checkpoints[k] = in.ConsumeBool();
-  }
-  m.device_layers = in.ConsumeBool();
-  m.host_layers = in.ConsumeBool();
-  schedule s;
-  try {
-    s = optimal_schedule(m);
-  } catch (budget_error const&) {
-    return;
-  }
-  require(s.fate.size() == n && s.recomputed.size() == n, "a schedule covers every step");
-  require(evaluate_schedule(m, s.actions, s.unit_bytes) == s.predicted_ms, "a schedule replays at its prediction");
-  require(s.peak_device_bytes <= m.device_bytes, "the device budget holds");
-  require(s.peak_host_bytes <= m.host_bytes, "the host budget holds");
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size)
 {
   FuzzedDataProvider in(data, size);
-  switch (in.ConsumeIntegralInRange<int>(0, 4)) {
+  switch (in.ConsumeIntegralInRange<int>(0, 3)) {
     case 0: check_tiers(in); break;
     case 1: check_revolve(in); break;
     case 2: check_greedy(in); break;
-    case 3: check_schedule(in); break;
     default: check_pipeline(in); break;
   }
   return 0;

@@ -12,21 +12,15 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include "require.hpp"
+
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <vector>
 
 namespace {
 
-void require(bool ok, char const* what)
-{
-  if (!ok) {
-    std::fprintf(stderr, "planner invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using tapeflow::fuzz::require;
 
 void check_tiers(FuzzedDataProvider& in)
 {

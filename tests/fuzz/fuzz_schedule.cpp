@@ -10,20 +10,14 @@
 
 #include <fuzzer/FuzzedDataProvider.h>
 
+#include "require.hpp"
+
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <random>
 
 namespace {
 
-void require(bool ok, char const* what)
-{
-  if (!ok) {
-    std::fprintf(stderr, "schedule invariant violated: %s\n", what);
-    std::abort();
-  }
-}
+using tapeflow::fuzz::require;
 
 void check_schedule(FuzzedDataProvider& in)
 {

@@ -394,6 +394,9 @@ replayed replay(schedule_model const& m, std::vector<schedule_action> const& act
   return r;
 }
 
+/// The finest unit a model's schedules are judged in: its own, or its natural unit.
+std::size_t finest_unit(schedule_model const& m) { return m.unit_bytes != 0 ? m.unit_bytes : natural_unit(m); }
+
 /// The unit the optimiser counts in: the model's, or the natural unit coarsened until the tables
 /// are small enough to solve in well under a second.
 std::size_t table_unit(schedule_model const& model)
@@ -644,7 +647,7 @@ class schedule_cache {
 std::optional<schedule> plan_schedule(schedule_model const& model)
 {
   // Sizes as the schedules are judged: in the model's unit, or exactly.
-  std::size_t const exact = model.unit_bytes != 0 ? model.unit_bytes : natural_unit(model);
+  std::size_t const exact = finest_unit(model);
   std::optional<schedule> best;
   std::size_t const n = model.steps.size();
   if (n <= max_schedule_steps(equal_steps(model))) {
@@ -665,7 +668,7 @@ std::optional<schedule> plan_schedule(schedule_model const& model)
     consider(solve(e, table_unit(e), model));
   }
   // Revolve with as many device checkpoints as the budget holds, counted exactly.
-  std::size_t const snapshots = std::min(model.device_bytes / units(model.state_bytes, exact) / exact, n);
+  std::size_t const snapshots = std::min(model.device_bytes / (units(model.state_bytes, exact) * exact), n);
   if (model.checkpoints[0] && snapshots > 0) { consider(costed(revolve_actions(n, snapshots), exact, model)); }
   // Every layer kept, on the device while it holds them and on the host after, counted exactly.
   if (std::optional<std::vector<schedule_action>> split = kept_split(model, exact)) {
@@ -687,7 +690,7 @@ std::optional<schedule> plan_schedule(schedule_model const& model)
     bool const better = s.predicted_ms < previous;
     previous = s.predicted_ms;
     consider(std::move(s));
-    if (!better || block_unit == (model.unit_bytes != 0 ? model.unit_bytes : natural_unit(b->model))) { break; }
+    if (!better || block_unit == finest_unit(b->model)) { break; }
   }
   return best;
 }

@@ -179,20 +179,33 @@ stage_cli() {
   return $rc
 }
 
+profile_one() {  # name, timeout (s), kernel regex, launch count, tapeflow_bench arguments...
+  local name=$1 limit=$2 kernels=$3 count=$4
+  shift 4
+  timeout "$limit" ncu "${ncu_args[@]}" --kernel-name regex:"$kernels" --launch-count "$count" \
+    "$build/tapeflow_bench" "$@" --warmup 0 --repeats 1 --out "/tmp/profile-$name.json" \
+    >"$logs/profile-$name.log" 2>&1
+}
+
 stage_profile() {
   # Nsight Compute on the kernels whose targets the benchmarks missed: speed of light, memory
   # workload, warp stall reasons. Allen–Cahn at the brief's grid for two steps (primal, augmented
-  # forward and reverse, cp.async then register double-buffering); RK4's arena and global-stack reverses.
+  # forward and reverse, cp.async then register double-buffering); RK4's arena and global-stack
+  # reverses; LBM's three kernels for two steps; GMM's kernels at ADBench's largest size; the
+  # LSTM's cell kernels and cuBLAS GEMMs over five steps. PROFILE (default: all five) picks some.
   local ncu_args=(--clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis
                   --section WarpStateStats --section Occupancy --section LaunchStats --section SourceCounters)
-  local rc=0
-  timeout 150 ncu "${ncu_args[@]}" --kernel-name regex:'primal_kernel|augmented_forward_kernel|reverse_kernel' \
-    --launch-count 10 "$build/tapeflow_bench" --suite allen_cahn --set allen-cahn.steps=2 --warmup 0 --repeats 1 \
-    --out /tmp/profile-allen-cahn.json >"$logs/profile-allen-cahn.log" 2>&1 || rc=1
-  timeout 100 ncu "${ncu_args[@]}" --kernel-name regex:'chunk_reverse_kernel|stack_reverse_kernel' \
-    --launch-count 3 "$build/tapeflow_bench" --suite rk4 --warmup 0 --repeats 1 \
-    --out /tmp/profile-rk4.json >"$logs/profile-rk4.log" 2>&1 || rc=1
-  grep -E '^  [a-z_:<>]+.*\(|Duration|DRAM Throughput|Memory Throughput' "$logs"/profile-*.log | head -60 >>"$summary"
+  local rc=0 which=" ${PROFILE:-allen-cahn rk4 lbm gmm lstm} "
+  [[ $which == *" allen-cahn "* ]] && { profile_one allen-cahn 150 'primal_kernel|augmented_forward_kernel|reverse_kernel' 10 \
+    --suite allen_cahn --set allen-cahn.steps=2 || rc=1; }
+  [[ $which == *" rk4 "* ]] && { profile_one rk4 100 'chunk_reverse_kernel|stack_reverse_kernel' 3 --suite rk4 || rc=1; }
+  [[ $which == *" lbm "* ]] && { profile_one lbm 100 'primal_kernel|augmented_forward_kernel|reverse_kernel' 6 \
+    --suite lbm --set lbm.steps=2 || rc=1; }
+  [[ $which == *" gmm "* ]] && { profile_one gmm 120 'kernel' 30 \
+    --suite gmm --set gmm.d=128 --set gmm.k=200 --set gmm.n=10000 || rc=1; }
+  [[ $which == *" lstm "* ]] && { profile_one lstm 120 'cells_kernel|gemm|xmma' 24 \
+    --suite lstm --set lstm.T=5 || rc=1; }
+  grep -E '^  [a-z_:<>]+.*\(|Duration|DRAM Throughput|Memory Throughput' "$logs"/profile-*.log | head -120 >>"$summary"
   return $rc
 }
 

@@ -88,9 +88,10 @@ stage_env() {
 stage_tests() {
   # Host tests and GPU tests, with the GPU present. Six at a time: this machine has cores to spare.
   # Left out: the Python checks of the benchmark pipeline (their interpreter path is the build
-  # machine's; they run in CI, and the quick stage runs the pipeline itself here) and the emulated
-  # device's tests (CPU work, run in CI; device time is for the device).
-  ctest --test-dir "$build" --output-on-failure -j6 --timeout 600 --label-exclude "python|emulated" \
+  # machine's; they run in CI, and the quick stage runs the pipeline itself here), the tests that run
+  # the build machine's compiler and CMake (label compiler; CI runs them) and the emulated device's
+  # tests (CPU work, run in CI; device time is for the device).
+  ctest --test-dir "$build" --output-on-failure -j6 --timeout 600 --label-exclude "python|compiler|emulated" \
     --output-junit "$PWD/$logs/tests.xml" >"$logs/tests.log" 2>&1
   local rc=$?
   grep -E 'tests passed|tests failed|Total Test time' "$logs/tests.log" | tee -a "$summary"
@@ -115,6 +116,9 @@ sanitize_one() {  # tool, log name, binary, gtest filter, extra options...
   local skipped
   skipped=$(grep -cE '^\[  SKIPPED \] .* \([0-9]+ ms\)$' "$logs/sanitize-$name.log")
   note "  $name: exit $rc, ${errors:-no summary (stopped?)}, $tests tests passed under it, $skipped skipped"
+  # Errors by the test that was running (the first ten tests with any).
+  awk '/^\[ RUN/ {test = $4} /^========= +(Uninitialized|Invalid|Race|Barrier|Leaked|Program hit)/ {n[test]++}
+       END {for (t in n) print "    " n[t] " in " t}' "$logs/sanitize-$name.log" | sort -rn | head -10 | tee -a "$summary"
   # A filter that matches nothing sanitizes nothing: that is a failure, not a pass.
   [ "$tests" -gt 0 ] || rc=1
   return $rc
@@ -126,8 +130,14 @@ stage_sanitize() {
   local pids=() rc=0
   sanitize_one memcheck memcheck "$gpu_tests" '*' --leak-check full & pids+=($!)
   sanitize_one memcheck memcheck-host "$host_tests" "$host_filter" --leak-check full & pids+=($!)
-  sanitize_one initcheck initcheck "$gpu_tests" '*' & pids+=($!)
-  sanitize_one initcheck initcheck-host "$host_tests" "$host_filter" & pids+=($!)
+  # initcheck is the slowest tool: the GPU tests in three shards (GoogleTest's sharding), each
+  # error without its backtrace so that every one is printed, counted by test.
+  local shard
+  for shard in 0 1 2; do
+    GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$shard \
+      sanitize_one initcheck "initcheck-$shard" "$gpu_tests" '*' --show-backtrace no --print-limit 20000 & pids+=($!)
+  done
+  sanitize_one initcheck initcheck-host "$host_tests" "$host_filter" --show-backtrace no --print-limit 20000 & pids+=($!)
   sanitize_one racecheck racecheck "$gpu_tests" "$race_filter" --racecheck-report hazard & pids+=($!)
   sanitize_one racecheck racecheck-host "$host_tests" "$host_race_filter" --racecheck-report hazard & pids+=($!)
   sanitize_one synccheck synccheck "$gpu_tests" "$race_filter" & pids+=($!)

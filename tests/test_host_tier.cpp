@@ -119,6 +119,7 @@ TEST_P(HostTier, PrefetchesStopAtTheSlotsThereAre)
   h.begin(s());
   for (std::size_t t = 0; t < steps; ++t) {
     static_cast<void>(h.begin_write(t, layer, s()));
+    h.fill_slot(t, static_cast<unsigned char>(0x10 + t), s());  // a layer is written before it goes out
     h.end_write(t, s());
   }
   EXPECT_TRUE(h.prefetch(5));
@@ -212,6 +213,7 @@ TEST_P(HostTier, MisuseIsALogicError)
   EXPECT_THROW(static_cast<void>(h.begin_write(1, layer + 1, s())), logic_error) << "larger than a slot";
   EXPECT_THROW(static_cast<void>(h.begin_write(steps, layer, s())), logic_error) << "a step past the chain";
   static_cast<void>(h.begin_write(1, layer, s()));
+  h.fill_slot(1, 0x11, s());
   EXPECT_THROW(static_cast<void>(h.begin_read(1, s())), logic_error) << "read while it is written";
   h.end_write(1, s());
   EXPECT_THROW(h.end_write(1, s()), logic_error) << "ended twice";

@@ -11,7 +11,10 @@
 namespace tapeflow {
 
 /// An uninitialised, stream-ordered allocation in a backend's device memory (host memory on the
-/// CPU backend). Move-only; freed on the stream it was allocated on.
+/// CPU backend). Move-only; freed on the stream it was allocated on. The memory is the buffer's
+/// from that point of its stream on: allocate it on the stream that uses it first, or order that
+/// stream after the allocation (an event recorded after it), as with cudaMallocAsync. Its default
+/// stream is the legacy default stream, which tapeflow's streams (non-blocking) do not wait for.
 class device_buffer {
  public:
   device_buffer() noexcept = default;

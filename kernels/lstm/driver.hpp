@@ -128,11 +128,13 @@ gradient_result<T> run_gradient(MakeStep&& make_step, problem const& p, weights<
   workspace<T> ws(o.kind, p, true, s);
   ws.upload(params, seq, s);
   step_type const step = make_step(ws.buffers());
+  // Before the chain: with measure_steps it times steps as it is built, and they read the
+  // projected inputs.
+  step.project_inputs(s);
   chain<step_type> c(step, p.steps, chain_options_of(o));
 
   device_buffer state(o.kind, state_bytes, s);
   upload_state(state, p, seq, s);
-  step.project_inputs(s);
   c.forward(state, s);
 
   gradient_result<T> result;

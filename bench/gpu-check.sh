@@ -106,7 +106,7 @@ sanitize_one() {  # tool, log name, binary, gtest filter, extra options...
   local tool=$1 name=$2 binary=$3 filter=$4
   shift 4
   timeout --signal=INT --kill-after=20 "${SANITIZE_TIMEOUT:-420}" \
-    compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 100 "$@" \
+    compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit "${PRINT_LIMIT:-100}" "$@" \
     "$binary" --gtest_filter="$filter" --gtest_brief=0 >"$logs/sanitize-$name.log" 2>&1
   local rc=$?
   local errors
@@ -134,10 +134,10 @@ stage_sanitize() {
   # error without its backtrace so that every one is printed, counted by test.
   local shard
   for shard in 0 1 2; do
-    GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$shard \
-      sanitize_one initcheck "initcheck-$shard" "$gpu_tests" '*' --show-backtrace no --print-limit 20000 & pids+=($!)
+    GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$shard PRINT_LIMIT=20000 \
+      sanitize_one initcheck "initcheck-$shard" "$gpu_tests" '*' --show-backtrace no & pids+=($!)
   done
-  sanitize_one initcheck initcheck-host "$host_tests" "$host_filter" --show-backtrace no --print-limit 20000 & pids+=($!)
+  PRINT_LIMIT=20000 sanitize_one initcheck initcheck-host "$host_tests" "$host_filter" --show-backtrace no & pids+=($!)
   sanitize_one racecheck racecheck "$gpu_tests" "$race_filter" --racecheck-report hazard & pids+=($!)
   sanitize_one racecheck racecheck-host "$host_tests" "$host_race_filter" --racecheck-report hazard & pids+=($!)
   sanitize_one synccheck synccheck "$gpu_tests" "$race_filter" & pids+=($!)

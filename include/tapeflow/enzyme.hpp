@@ -36,6 +36,19 @@ using chunk = value_record<std::uint32_t, 4>;
   return slot_bytes(tape_bytes) / sizeof(chunk);
 }
 
+/// Thread `i`'s slot (slot_bytes(tape_bytes) bytes) in a writing layer, for Enzyme to write its
+/// `tape_bytes` into. The slot's padding past them is zeroed here: slots are staged and copied in
+/// whole chunks, and bytes nothing wrote would go through every copy (compute-sanitizer's
+/// initcheck counts each one).
+[[nodiscard]] TAPEFLOW_HOST_DEVICE inline void* slot(tape_writer<chunk> layer, std::size_t tape_bytes,
+                                                     std::size_t i) noexcept
+{
+  chunk* const first = layer.data() + i * slot_chunks(tape_bytes);
+  auto* const bytes = reinterpret_cast<unsigned char*>(first);
+  for (std::size_t k = tape_bytes; k < slot_bytes(tape_bytes); ++k) { bytes[k] = 0; }
+  return first;
+}
+
 /// A pipeline request for layers of `slots` slots of an Enzyme tape of `tape_bytes`: the records
 /// are chunks, and every tile holds whole slots (the planner picks how many). Pass it as a chain's
 /// `pipeline` option. Throws logic_error for a zero size or a slot the device cannot stage.

@@ -19,7 +19,7 @@ struct cpu_step : step_shape {
   void augmented_forward(std::size_t, double const* in, double* out, tape_writer<record_type> tape, stream_view) const
   {
     for (std::size_t i = 0; i < n; ++i) {
-      void* slot = tape.data() + i * slot_chunks();
+      void* slot = enzyme::slot(tape, tape_bytes(p), i);
       out[i] = enzyme_example::augmented_forward(in[i], p, slot);
     }
   }

@@ -40,6 +40,7 @@ __global__ void augmented_kernel(double const* __restrict__ in, double* __restri
     unsigned char* const slot = reinterpret_cast<unsigned char*>(tape.data() + i * slot_chunks);
     double const x = in[i];
     *reinterpret_cast<double*>(slot) = x;
+    *reinterpret_cast<double*>(slot + sizeof(double)) = 0;  // the chunk's padding: every byte copied is written
     enzyme::cache_cursor cache = caches.cursor(i);
     // Explicit activity types: clang-15 treats deduction guides as host functions in device code.
     out[i] = enzyme::augmented_forward<tape_bytes, double>(iterate_ptr, slot + input_bytes, cache,

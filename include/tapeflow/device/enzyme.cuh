@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Enzyme split-mode interop, device side: a thread's tape slot in the forward, the staged slots in
-// the reverse. Enzyme's calls themselves are in tapeflow/enzyme_abi.hpp (enzyme::augmented_forward
+// Enzyme split-mode interop, device side: the staged slots in the reverse (a thread's slot in the
+// forward is enzyme::slot, tapeflow/enzyme.hpp). Enzyme's calls themselves are in tapeflow/enzyme_abi.hpp (enzyme::augmented_forward
 // and enzyme::reverse, with the slot's compile-time size); docs/enzyme.md.
 #pragma once
 
@@ -11,13 +11,6 @@
 #include <cstddef>
 
 namespace tapeflow::enzyme {
-
-/// Thread `i`'s slot (slot_bytes(tape_bytes) bytes) in a writing layer.
-[[nodiscard]] TAPEFLOW_HOST_DEVICE inline void* slot(tape_writer<chunk> layer, std::size_t tape_bytes,
-                                                     std::size_t i) noexcept
-{
-  return layer.data() + i * slot_chunks(tape_bytes);
-}
 
 /// Slots of a layer's reader: visits every slot, last tile first, staged in shared memory through
 /// the tile pipeline; `f(i, slot)` runs on one thread per slot with `slot` in shared memory.

@@ -93,6 +93,15 @@ TEST(TierPlanner, RecomputeRunsRevolveWithTheSnapshotsTheBudgetHolds)
   EXPECT_EQ(p.recompute_steps, revolve_forward_steps(100, 5));
   EXPECT_EQ(p.recompute_steps, 316u);
   EXPECT_EQ(p.device_bytes, 24 * MiB);
+  // Its estimated cost over store: the untaped steps, and a device copy of the state for every
+  // snapshot stored and restored.
+  std::size_t copies = 0;
+  for (revolve_action const& a : revolve_schedule(100, 5)) {
+    copies += a.op == revolve_op::store || a.op == revolve_op::restore ? 1 : 0;
+  }
+  EXPECT_GT(copies, 5u);
+  double const copy = static_cast<double>(4 * MiB) / (r.bw.d2d_GBps * 1e6);
+  EXPECT_NEAR(p.overhead_ms, 316 * 1.0 + static_cast<double>(copies) * copy, 1e-9);
   r.budgets.device_bytes = 7 * MiB;  // one layer, no room for the initial state
   EXPECT_THROW(static_cast<void>(plan_tiers(r)), budget_error);
 }

@@ -81,8 +81,8 @@ thread_arena::thread_arena(std::size_t record_bytes, std::size_t threads, thread
       written_.emplace_back(options.kind);
     }
   }
-  steps_ = device_buffer(options.kind, threads * sizeof(std::uint32_t));
-  status_ = device_buffer(options.kind, thread_tape_status_words * sizeof(std::uint32_t));
+  steps_ = device_buffer(options.kind, threads * sizeof(std::uint32_t), {});
+  status_ = device_buffer(options.kind, thread_tape_status_words * sizeof(std::uint32_t), {});
   status_host_ = pinned_buffer(options.kind, thread_tape_status_words * sizeof(std::uint32_t));
   // The buffers above are allocated in order on the default stream; the tape's work runs on
   // whatever stream its caller passes (tapeflow's streams do not wait for the default one), so

@@ -24,10 +24,10 @@ template <class Step>
 std::vector<double> run(chain<Step>& c, std::vector<double> const& x0)
 {
   std::size_t const bytes = x0.size() * sizeof(double);
-  device_buffer state(backend::cpu, bytes);
+  device_buffer state(backend::cpu, bytes, {});
   state.upload(x0.data(), bytes, {});
   c.forward(state);
-  device_buffer adjoint(backend::cpu, bytes);
+  device_buffer adjoint(backend::cpu, bytes, {});
   std::vector<double> ones(x0.size(), 1.0);
   adjoint.upload(ones.data(), bytes, {});
   void const* const caller = adjoint.data();
@@ -83,14 +83,14 @@ TEST(Chain, TheCallersBuffersAreNeverSwappedForTheChains)
       o.poison = true;
       if (policy != tape_policy::store) { o.budget_bytes = 2 * 2 * sizeof(toy_step::record_type); }
       chain<toy_step> c(toy_step{x0.size()}, steps, o);
-      device_buffer state(backend::cpu, bytes);
+      device_buffer state(backend::cpu, bytes, {});
       state.upload(x0.data(), bytes, {});
       void const* const state_memory = state.data();
       c.forward(state);
       EXPECT_EQ(state.data(), state_memory);
       std::vector<double> x(x0.size());
       state.download(x.data(), bytes, {});
-      device_buffer adjoint(backend::cpu, bytes);
+      device_buffer adjoint(backend::cpu, bytes, {});
       std::vector<double> const ones(x0.size(), 1.0);
       adjoint.upload(ones.data(), bytes, {});
       void const* const adjoint_memory = adjoint.data();
@@ -118,11 +118,11 @@ TEST(Chain, MisuseIsATypedErrorAndTheChainStaysUsable)
   memory_usage const before = device_memory_usage(backend::cpu);
   {
     chain<toy_step> c(toy_step{x0.size()}, 3, chain_options{});
-    device_buffer adjoint(backend::cpu, x0.size() * sizeof(double));
+    device_buffer adjoint(backend::cpu, x0.size() * sizeof(double), {});
     EXPECT_THROW(c.reverse(adjoint), logic_error);  // nothing recorded
-    device_buffer wrong(backend::cpu, 2 * sizeof(double));
+    device_buffer wrong(backend::cpu, 2 * sizeof(double), {});
     EXPECT_THROW(c.forward(wrong), logic_error);    // wrong state size
-    device_buffer state(backend::cpu, x0.size() * sizeof(double));
+    device_buffer state(backend::cpu, x0.size() * sizeof(double), {});
     state.upload(x0.data(), x0.size() * sizeof(double), {});
     c.forward(state);
     EXPECT_THROW(c.forward(state), logic_error);    // tape still pending

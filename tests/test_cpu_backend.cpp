@@ -286,18 +286,18 @@ TEST(CpuMemoryPool, FreedBuffersAreReusedAndReleasedOnRequest)
   std::size_t const in_use = device_memory_usage(backend::cpu).current_bytes;
   void* first = nullptr;
   {
-    device_buffer a(backend::cpu, bytes);
+    device_buffer a(backend::cpu, bytes, {});
     first = a.data();
   }
   EXPECT_EQ(cpu::cached_memory(), bytes);
   EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, in_use);  // cached bytes are not held
   {
-    device_buffer b(backend::cpu, bytes);
+    device_buffer b(backend::cpu, bytes, {});
     EXPECT_EQ(b.data(), first);  // the same block again, no fresh pages
     EXPECT_EQ(cpu::cached_memory(), 0u);
   }
   {
-    device_buffer small(backend::cpu, 1024);  // below 64 KiB: not cached
+    device_buffer small(backend::cpu, 1024, {});  // below 64 KiB: not cached
   }
   EXPECT_EQ(cpu::cached_memory(), bytes);
   EXPECT_EQ(cpu::release_cached_memory(), bytes);

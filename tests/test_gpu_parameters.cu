@@ -193,7 +193,7 @@ struct small_chain {
   template <class Init>
   small_chain(std::size_t step_count, Init&& value_at)
     : x0(64), steps(step_count), bytes(64 * sizeof(double)), layer(32 * sizeof(rec)),
-      limits(query_device_limits(gpu_backend)), partial(gpu_backend, 2 * bytes)
+      limits(query_device_limits(gpu_backend)), partial(gpu_backend, 2 * bytes, {})
   {
     for (std::size_t k = 0; k < x0.size(); ++k) { x0[k] = value_at(static_cast<double>(k)); }
   }
@@ -214,7 +214,7 @@ TEST_F(GpuChains, ParameterAdjointsMatchFiniteDifferencesWithTheSameBitsUnderEve
   long double const fd_a = (loss_of(x0, a + h, b, steps) - loss_of(x0, a - h, b, steps)) / (2 * h);
   long double const fd_b = (loss_of(x0, a, b + h, steps) - loss_of(x0, a, b - h, steps)) / (2 * h);
   device_limits const limits = query_device_limits(gpu_backend);
-  device_buffer partial(gpu_backend, 2 * bytes);
+  device_buffer partial(gpu_backend, 2 * bytes, {});
   std::vector<run_result> results;
   for (tape_policy p : every_policy) {
     SCOPED_TRACE(to_string(p));
@@ -226,8 +226,8 @@ TEST_F(GpuChains, ParameterAdjointsMatchFiniteDifferencesWithTheSameBitsUnderEve
     } else {
       EXPECT_EQ(c.stats().policy, p);
     }
-    device_buffer state(gpu_backend, bytes);
-    device_buffer adjoint(gpu_backend, bytes);
+    device_buffer state(gpu_backend, bytes, {});
+    device_buffer adjoint(gpu_backend, bytes, {});
     run_result const r = run(c, state, adjoint, x0, {});
     EXPECT_NEAR(r.theta[0], static_cast<double>(fd_a), 1e-9 * std::fabs(static_cast<double>(fd_a)));
     EXPECT_NEAR(r.theta[1], static_cast<double>(fd_b), 1e-9 * std::fabs(static_cast<double>(fd_b)));
@@ -250,8 +250,8 @@ TEST_F(GpuChains, ASecondGradientAllocatesNothingUnderEveryPolicyOnAnyStream)
   for (tape_policy p : every_policy) {
     SCOPED_TRACE(to_string(p));
     chain<gpu_theta_step> c(sc.step(), sc.steps, sc.options(p));
-    device_buffer state(gpu_backend, bytes);
-    device_buffer adjoint(gpu_backend, bytes);
+    device_buffer state(gpu_backend, bytes, {});
+    device_buffer adjoint(gpu_backend, bytes, {});
     run_result const first = run(c, state, adjoint, x0, {});
     memory_usage const device_before = device_memory_usage(gpu_backend);
     memory_usage const host_before = host_memory_usage(gpu_backend);
@@ -281,8 +281,8 @@ TEST_F(GpuChains, AForwardOnAnotherStreamWaitsForTheReverseWhoseMemoryItReuses)
   for (tape_policy p : every_policy) {
     SCOPED_TRACE(to_string(p));
     chain<gpu_theta_step> c(sc.step(), sc.steps, sc.options(p));
-    device_buffer state(gpu_backend, bytes);
-    device_buffer adjoint(gpu_backend, bytes);
+    device_buffer state(gpu_backend, bytes, {});
+    device_buffer adjoint(gpu_backend, bytes, {});
     run_result const expect = run(c, state, adjoint, x0, {});
     stream s1(gpu_backend);
     stream s2(gpu_backend);
@@ -324,8 +324,8 @@ TEST_F(GpuChains, AChainThatGoesAfterACallOnAnotherStreamFreesItsMemoryAfterThat
   std::size_t const bytes = sc.bytes;
   for (tape_policy p : every_policy) {
     SCOPED_TRACE(to_string(p));
-    device_buffer state(gpu_backend, bytes);
-    device_buffer adjoint(gpu_backend, bytes);
+    device_buffer state(gpu_backend, bytes, {});
+    device_buffer adjoint(gpu_backend, bytes, {});
     stream other(gpu_backend);
     run_result expect;
     {
@@ -345,7 +345,7 @@ TEST_F(GpuChains, AChainThatGoesAfterACallOnAnotherStreamFreesItsMemoryAfterThat
 
 TEST_F(GpuChains, TheStreamOrderedPoolKeepsFreedMemory)
 {
-  { device_buffer const any(gpu_backend, 1024); }  // the backend's first allocation configures the pool
+  { device_buffer const any(gpu_backend, 1024, {}); }  // the backend's first allocation configures the pool
   int ordinal = 0;
   TAPEFLOW_CUDA_TRY(cudaGetDevice(&ordinal));
   cudaMemPool_t pool = nullptr;

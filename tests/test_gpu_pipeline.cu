@@ -100,9 +100,9 @@ TEST_P(SM80_TilePipeline, StagesEveryRecordOnceLastTileFirst)
   TAPEFLOW_CUDA_TRY(cudaMemcpy(l.writer<rec>().data(), host.data(), c.records * sizeof(rec), cudaMemcpyHostToDevice));
   l.commit();
 
-  device_buffer sums(gpu_backend, c.records * sizeof(unsigned));
-  device_buffer visits(gpu_backend, c.records * sizeof(unsigned));
-  device_buffer owner(gpu_backend, plan.tiles * sizeof(unsigned));
+  device_buffer sums(gpu_backend, c.records * sizeof(unsigned), {});
+  device_buffer visits(gpu_backend, c.records * sizeof(unsigned), {});
+  device_buffer owner(gpu_backend, plan.tiles * sizeof(unsigned), {});
   sums.fill(0xFF, {});
   visits.fill(0, {});
   owner.fill(0xFF, {});
@@ -140,9 +140,9 @@ TEST(SM80_TilePipelineLaunch, BulkCopiesOfOlderCodeAreRefusedBeforeTheLaunch)
   layer& l = t.push<rec>(request.records, plan.tile_records);
   l.fill(0x5A, {});
   l.commit();
-  device_buffer sums(gpu_backend, request.records * sizeof(unsigned));
-  device_buffer visits(gpu_backend, request.records * sizeof(unsigned));
-  device_buffer owner(gpu_backend, plan.tiles * sizeof(unsigned));
+  device_buffer sums(gpu_backend, request.records * sizeof(unsigned), {});
+  device_buffer visits(gpu_backend, request.records * sizeof(unsigned), {});
+  device_buffer owner(gpu_backend, plan.tiles * sizeof(unsigned), {});
   visits.fill(0, {});
   auto const run = [&] {
     device::with_tile_pipeline<rec>(plan, [&](auto stages) {

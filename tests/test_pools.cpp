@@ -89,8 +89,8 @@ TEST(TapePools, ASecondForwardAndReverseAllocateNothingUnderEveryPolicy)
       o.capture_reverse = capture;
       chain<toy_step> c(toy_step{x0.size()}, steps, o);
       expect_policy(c.stats(), p);
-      device_buffer state(backend::cpu, bytes);
-      device_buffer adjoint(backend::cpu, bytes);
+      device_buffer state(backend::cpu, bytes, {});
+      device_buffer adjoint(backend::cpu, bytes, {});
       allocation_count const before = allocations_now(backend::cpu);
       gradient(c, state, adjoint, x0);
       allocation_count const first = allocations_now(backend::cpu);
@@ -127,8 +127,8 @@ TEST(TapePools, TheChainGivesEverythingBackWhenItGoes)
     std::size_t const host_before = host_memory_usage(backend::cpu).current_bytes;
     {
       chain<toy_step> c(toy_step{x0.size()}, 8, options_for(p, layer, bytes, 8));
-      device_buffer state(backend::cpu, bytes);
-      device_buffer adjoint(backend::cpu, bytes);
+      device_buffer state(backend::cpu, bytes, {});
+      device_buffer adjoint(backend::cpu, bytes, {});
       gradient(c, state, adjoint, x0);
       // Between gradients the chain holds its tape memory (at most its peak) ...
       EXPECT_GT(device_memory_usage(backend::cpu).current_bytes, device_before + 2 * bytes);
@@ -152,8 +152,8 @@ TEST(TapePools, ASecondGradientFaultsInNoFreshPages)
   for (tape_policy p : every_policy) {
     SCOPED_TRACE(to_string(p));
     chain<toy_step> c(toy_step{n}, steps, options_for(p, layer, bytes, steps));
-    device_buffer state(backend::cpu, bytes);
-    device_buffer adjoint(backend::cpu, bytes);
+    device_buffer state(backend::cpu, bytes, {});
+    device_buffer adjoint(backend::cpu, bytes, {});
     gradient(c, state, adjoint, x0);
     static_cast<void>(cpu::release_cached_memory());
     rusage before{};
@@ -274,8 +274,8 @@ struct param_result {
 param_result param_gradient(chain<theta_step>& c, std::vector<double> const& x0)
 {
   std::size_t const bytes = x0.size() * sizeof(double);
-  device_buffer state(backend::cpu, bytes);
-  device_buffer adjoint(backend::cpu, bytes);
+  device_buffer state(backend::cpu, bytes, {});
+  device_buffer adjoint(backend::cpu, bytes, {});
   gradient(c, state, adjoint, x0);  // dL/dx_T = x_T
   param_result r{std::vector<double>(c.parameter_size()), std::vector<double>(x0.size())};
   c.parameter_adjoint().download(r.theta.data(), r.theta.size() * sizeof(double), {});
@@ -329,8 +329,8 @@ TEST(ParameterAdjoints, MatchFiniteDifferencesAndGiveTheSameBitsUnderEveryPolicy
 TEST(ParameterAdjoints, AStepWithoutParametersHasAnEmptyAdjoint)
 {
   chain<toy_step> c(toy_step{3}, 2, chain_options{});
-  device_buffer state(backend::cpu, 3 * sizeof(double));
-  device_buffer adjoint(backend::cpu, 3 * sizeof(double));
+  device_buffer state(backend::cpu, 3 * sizeof(double), {});
+  device_buffer adjoint(backend::cpu, 3 * sizeof(double), {});
   gradient(c, state, adjoint, {0.1, 0.2, 0.3});
   EXPECT_EQ(c.parameter_size(), 0u);
   EXPECT_EQ(c.parameter_adjoint().size(), 0u);

@@ -221,8 +221,8 @@ TEST(Soak, AThousandCyclesOfEachPolicyReturnToTheBaseline)
     memory_usage const host_before = host_memory_usage(backend::cpu);
     {
       chain<toy_step> c(toy_step{x0.size()}, 12, o);
-      device_buffer state(backend::cpu, bytes);
-      device_buffer adjoint(backend::cpu, bytes);
+      device_buffer state(backend::cpu, bytes, {});
+      device_buffer adjoint(backend::cpu, bytes, {});
       std::vector<double> first;
       std::size_t held = 0;  // the chain keeps its tape memory from the first gradient on
       std::size_t host_held = 0;

@@ -93,8 +93,8 @@ TEST(Memory, BuffersAreAccountedAndReleased)
 {
   memory_usage const before = device_memory_usage(backend::cpu);
   {
-    device_buffer a(backend::cpu, 1000);
-    device_buffer b(backend::cpu, 24);
+    device_buffer a(backend::cpu, 1000, {});
+    device_buffer b(backend::cpu, 24, {});
     EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, before.current_bytes + 1024);
     device_buffer c = std::move(a);
     EXPECT_EQ(a.data(), nullptr);
@@ -109,7 +109,7 @@ TEST(Memory, BuffersAreAccountedAndReleased)
   }
   EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, before.current_bytes);
   EXPECT_GE(device_memory_usage(backend::cpu).peak_bytes, before.current_bytes + 1024);
-  EXPECT_THROW(device_buffer(backend::cpu, 0), logic_error);
+  EXPECT_THROW(device_buffer(backend::cpu, 0, {}), logic_error);
 }
 
 }  // namespace

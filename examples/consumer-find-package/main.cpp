@@ -60,11 +60,11 @@ bool own_step_is_right()
   tapeflow::chain_options o;
   o.kind = tapeflow::backend::cpu;
   tapeflow::chain<cubic_step> c(cubic_step{n}, steps, o);
-  tapeflow::device_buffer x(o.kind, n * sizeof(double));
+  tapeflow::device_buffer x(o.kind, n * sizeof(double), {});
   x.upload(x0.data(), x.size(), {});
   c.forward(x);
   std::vector<double> const ones(n, 1.0);
-  tapeflow::device_buffer g(o.kind, n * sizeof(double));
+  tapeflow::device_buffer g(o.kind, n * sizeof(double), {});
   g.upload(ones.data(), g.size(), {});  // L = sum(x_T)
   c.reverse(g);
   std::vector<double> grad(n);

@@ -64,10 +64,10 @@ std::vector<float> gradient(tapeflow::chain_options const& options, std::vector<
   tapeflow::chain<sine_step> c(sine_step{x0.size()}, steps, options);
   std::printf("  %s\n", c.stats().tiers.describe().c_str());
   std::size_t const bytes = x0.size() * sizeof(float);
-  tapeflow::device_buffer x(options.kind, bytes);
+  tapeflow::device_buffer x(options.kind, bytes, {});
   x.upload(x0.data(), bytes, {});
   c.forward(x);                         // x: the final state
-  tapeflow::device_buffer g(options.kind, bytes);
+  tapeflow::device_buffer g(options.kind, bytes, {});
   std::vector<float> const ones(x0.size(), 1.0f);
   g.upload(ones.data(), bytes, {});     // L = sum(x_T): dL/dx_T = 1
   c.reverse(g);                         // g: dL/dx_0

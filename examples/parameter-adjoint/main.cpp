@@ -109,8 +109,8 @@ int main()
     o.policy = policy;
     o.budget_bytes = policy == tapeflow::tape_policy::store ? 0 : steps * n * sizeof(record) / 5;
     tapeflow::chain<burgers_step> c(step, steps, o);
-    tapeflow::device_buffer u(tapeflow::backend::cpu, bytes);
-    tapeflow::device_buffer g(tapeflow::backend::cpu, bytes);
+    tapeflow::device_buffer u(tapeflow::backend::cpu, bytes, {});
+    tapeflow::device_buffer g(tapeflow::backend::cpu, bytes, {});
     u.upload(u0.data(), bytes, {});
     c.forward(u);          // u: u_0 in, u_T out
     g.copy_from(u, {});    // dL/du_T = u_T

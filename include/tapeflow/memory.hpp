@@ -13,12 +13,14 @@ namespace tapeflow {
 /// An uninitialised, stream-ordered allocation in a backend's device memory (host memory on the
 /// CPU backend). Move-only; freed on the stream it was allocated on. The memory is the buffer's
 /// from that point of its stream on: allocate it on the stream that uses it first, or order that
-/// stream after the allocation (an event recorded after it), as with cudaMallocAsync. Its default
-/// stream is the legacy default stream, which tapeflow's streams (non-blocking) do not wait for.
+/// stream after the allocation (an event recorded after it), as with cudaMallocAsync. The stream
+/// has no default: `{}` is the legacy default stream, which tapeflow's streams (non-blocking) do
+/// not wait for (compute-sanitizer's initcheck caught a test allocating there and writing on
+/// another stream).
 class device_buffer {
  public:
   device_buffer() noexcept = default;
-  device_buffer(backend kind, std::size_t bytes, stream_view stream = {});
+  device_buffer(backend kind, std::size_t bytes, stream_view stream);
   ~device_buffer();
   device_buffer(device_buffer&& other) noexcept;
   device_buffer& operator=(device_buffer&& other) noexcept;
@@ -116,7 +118,7 @@ class buffer_pool {
   ~buffer_pool() = default;
 
   /// A buffer of `bytes` bytes: a kept one (the most recently given) or a new one on `stream`.
-  [[nodiscard]] device_buffer take(std::size_t bytes, stream_view stream = {});
+  [[nodiscard]] device_buffer take(std::size_t bytes, stream_view stream);
   /// Keeps `buffer` (of this pool's backend) for a later take; an empty buffer is ignored.
   void give(device_buffer&& buffer) noexcept;
   /// Frees every kept buffer.

@@ -43,10 +43,10 @@ result run(Step step, problem const& p, std::vector<double> const& x0, options c
   c.pipeline = enzyme::slot_pipeline(query_device_limits(o.kind), tape_bytes({p.inner, p.a}), p.n, o.pipeline);
   chain<Step> ch(std::move(step), p.steps, c);
   std::size_t const bytes = p.n * sizeof(double);
-  device_buffer state(o.kind, bytes);
+  device_buffer state(o.kind, bytes, {});
   state.upload(x0.data(), bytes, {});
   ch.forward(state);
-  device_buffer adjoint(o.kind, bytes);
+  device_buffer adjoint(o.kind, bytes, {});
   adjoint.copy_from(state, {});  // dL/dx_T = x_T
   result r;
   std::vector<double> xT(p.n);

@@ -15,7 +15,7 @@ struct step {
 int main()
 {
   tapeflow::chain<step> c(step{}, 3, tapeflow::chain_options{});
-  tapeflow::device_buffer x(tapeflow::backend::cpu, 16);
+  tapeflow::device_buffer x(tapeflow::backend::cpu, 16, {});
   c.forward(x);
   c.reverse(x);
   return static_cast<int>(c.stats().steps);

@@ -163,7 +163,7 @@ chain_run run_chain(Step step, std::size_t steps, std::vector<double> const& x0,
                                        enzyme::slot_chunks(slot_bytes), o.pipeline);
   chain<Step> ch(std::move(step), steps, o);
   std::size_t const bytes = n * sizeof(double);
-  device_buffer state(o.kind, bytes);
+  device_buffer state(o.kind, bytes, {});
   state.upload(x0.data(), bytes, {});
   ch.forward(state);
   pool.check();  // a slot whose caches did not fit: budget_error, before the reverse uses them
@@ -171,7 +171,7 @@ chain_run run_chain(Step step, std::size_t steps, std::vector<double> const& x0,
   std::vector<double> xT(n);
   state.download(xT.data(), bytes, {});
   r.loss = 0.5 * std::inner_product(xT.begin(), xT.end(), xT.begin(), 0.0);
-  device_buffer adjoint(o.kind, bytes);
+  device_buffer adjoint(o.kind, bytes, {});
   adjoint.copy_from(state, {});  // dL/dx_T = x_T
   ch.reverse(adjoint);
   pool.check();  // the recompute tier runs augmented forwards inside the reverse

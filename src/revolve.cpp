@@ -140,6 +140,15 @@ std::size_t count_forward_steps(std::vector<revolve_action> const& schedule) noe
   return steps;
 }
 
+std::size_t count_state_copies(std::vector<revolve_action> const& schedule) noexcept
+{
+  std::size_t copies = 0;
+  for (revolve_action const& a : schedule) {
+    if (a.op == revolve_op::store || a.op == revolve_op::restore) { ++copies; }
+  }
+  return copies;
+}
+
 std::string to_string(revolve_action const& a)
 {
   switch (a.op) {

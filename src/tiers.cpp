@@ -168,10 +168,7 @@ std::optional<tier_plan> revolve_plan(tier_request const& r, summary const& s)
   // Over store: the untaped steps, and every snapshot's store and restore, each a copy of the
   // state on the device (the H100 measured 60.6 ms over store at 100 steps and 99 snapshots, where
   // the untaped steps alone were estimated at 27.2 ms).
-  std::size_t copies = 0;
-  for (revolve_action const& a : revolve_schedule(n, snapshots)) {
-    if (a.op == revolve_op::store || a.op == revolve_op::restore) { ++copies; }
-  }
+  std::size_t const copies = count_state_copies(revolve_schedule(n, snapshots));
   plan.overhead_ms = static_cast<double>(plan.recompute_steps) * s.forward_ms / static_cast<double>(n) +
                      static_cast<double>(copies) * copy_ms(r.state_bytes, r.bw.d2d_GBps);
   finish(plan, r.layers);

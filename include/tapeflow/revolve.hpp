@@ -44,6 +44,9 @@ struct revolve_action {
 /// Untaped steps a schedule performs (the sum of its advances).
 [[nodiscard]] std::size_t count_forward_steps(std::vector<revolve_action> const& schedule) noexcept;
 
+/// State copies a schedule makes: its snapshot stores and restores.
+[[nodiscard]] std::size_t count_state_copies(std::vector<revolve_action> const& schedule) noexcept;
+
 [[nodiscard]] std::string to_string(revolve_action const& action);
 
 }  // namespace tapeflow

@@ -9,6 +9,7 @@
 #include <tapeflow/revolve.hpp>
 #include <tapeflow/stream.hpp>
 #include <tapeflow/tiers.hpp>
+#include <tapeflow/timing.hpp>
 
 #include <algorithm>
 #include <array>
@@ -436,19 +437,10 @@ bandwidths measure_bandwidths(backend kind, std::size_t bytes)
   device_buffer b(kind, bytes, s);
   pinned_buffer h(kind, bytes);
   a.fill(1, s);
-  event start(kind);
-  event stop(kind);
+  event_timer timer(kind, s);
   auto const median_gbps = [&](auto&& copy) {
-    std::array<double, 5> ms{};
-    copy();  // warm-up
-    for (double& m : ms) {
-      start.record(s);
-      copy();
-      stop.record(s);
-      m = std::max(1e-6, static_cast<double>(elapsed_ms(start, stop)));
-    }
-    std::sort(ms.begin(), ms.end());
-    return static_cast<double>(bytes) / (ms[2] * 1e6);
+    double const ms = std::max(1e-6, median_ms(1, 5, timer, copy));
+    return static_cast<double>(bytes) / (ms * 1e6);
   };
   bandwidths bw;
   bw.h2d_GBps = median_gbps([&] { copy_to_device_async(a, h, bytes, s); });

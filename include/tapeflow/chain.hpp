@@ -29,6 +29,7 @@
 #include <tapeflow/stream.hpp>
 #include <tapeflow/tape.hpp>
 #include <tapeflow/tiers.hpp>
+#include <tapeflow/timing.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -555,29 +556,18 @@ class chain {
     in.upload(values.data(), bytes, s);
     adjoint.upload(values.data(), bytes, s);
     synchronize(options_.kind, s);  // `values` is pageable host memory, and goes when this returns
-    auto median_ms = [&](auto&& run) {
-      run();  // warm-up
-      double ms[3];
-      for (double& m : ms) {
-        synchronize(options_.kind, s);
-        auto const start = std::chrono::steady_clock::now();
-        run();
-        synchronize(options_.kind, s);
-        m = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-      }
-      std::sort(ms, ms + 3);
-      return ms[1];
-    };
+    synchronized_timer const synchronized{options_.kind, s};
+    auto const median_of_three = [&](auto&& run) { return median_ms(1, 3, synchronized, run); };
     step_cost c;
-    c.forward_ms = median_ms([&] { step_.forward(t, in.data_as<value_type>(), out.data_as<value_type>(), s); });
-    c.aug_forward_ms = median_ms([&] {
+    c.forward_ms = median_of_three([&] { step_.forward(t, in.data_as<value_type>(), out.data_as<value_type>(), s); });
+    c.aug_forward_ms = median_of_three([&] {
       step_.augmented_forward(t, in.data_as<value_type>(), out.data_as<value_type>(),
                               tape_writer<record_type>{records.data_as<record_type>(), plan.layout()}, s);
     });
     // A step with parameters adds to a parameter adjoint: a scratch one here, not the chain's.
     device_buffer theta(options_.kind, std::max<std::size_t>(1, parameter_size_of(step_)) * sizeof(value_type), s);
     theta.fill(0, s);
-    c.reverse_ms = median_ms([&] {
+    c.reverse_ms = median_of_three([&] {
       reverse_step(t, tape_reader<record_type>{records.data_as<record_type>(), plan.layout()},
                    adjoint.data_as<value_type>(), adjoint_in.data_as<value_type>(), s, theta.data_as<value_type>());
     });

@@ -10,7 +10,8 @@
 
 #include <tapeflow/backend.hpp>       // backends, device limits
 #include <tapeflow/bandwidth.hpp>     // bandwidths, measure_bandwidths
-#include <tapeflow/chain.hpp>         // chain<Step>, chain_options, chain_stats, plan_chain
+#include <tapeflow/chain.hpp>         // chain<Step>, plan_chain
+#include <tapeflow/chain_options.hpp> // chain_options, chain_stats
 #include <tapeflow/config.hpp>        // version, TAPEFLOW_HOST_DEVICE
 #include <tapeflow/cpu/reverse.hpp>   // cpu::reverse_tiles, cpu::reverse_windows
 #include <tapeflow/cpu/tape_store.hpp>   // cpu::store_to_tape (streaming stores)

@@ -3,6 +3,10 @@
 // the compute of the other layers (D2H behind the forward, H2D ahead of the reverse); a recompute
 // layer costs the untaped forward steps that rebuild it. The planner keeps what fits on the
 // device, and places the rest where the estimated overhead is lowest.
+//
+// One file, a little over 400 lines: plan_tiers and the four placements it chooses among (the
+// host split, Revolve, greedy eviction, the mixed schedule) share the request's summary and the
+// cost helpers, and are read together; the schedule a placement runs is in src/schedule/.
 #include <tapeflow/error.hpp>
 #include <tapeflow/nvtx.hpp>
 #include <tapeflow/revolve.hpp>

@@ -47,5 +47,24 @@ TEST(Timing, EveryTimerTimesTheWorkItRuns)
   EXPECT_GE(median_ms(1, 3, events, sleep), 2.0);
 }
 
+TEST(Timing, ALapTimerKeepsTheMedianOfEachPhaseOfItsTimedRuns)
+{
+  EXPECT_THROW(lap_timer(backend::cpu, {}, 0), logic_error);
+  lap_timer laps(backend::cpu, {}, 2);
+  EXPECT_THROW(static_cast<void>(laps.median_total_ms()), logic_error);
+  for (int run = 0; run < 4; ++run) {
+    laps.start();
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+    laps.lap(run > 0);  // the first run warms up
+    std::this_thread::sleep_for(std::chrono::milliseconds{2});
+    laps.lap(run > 0);
+  }
+  EXPECT_EQ(laps.runs(), 3u);
+  EXPECT_GE(laps.median_lap_ms(0), 1.0);
+  EXPECT_GE(laps.median_lap_ms(1), 2.0);
+  EXPECT_GE(laps.median_total_ms(), 3.0);
+  EXPECT_THROW(laps.lap(true), logic_error);  // the run has no phase left
+}
+
 }  // namespace
 }  // namespace tapeflow

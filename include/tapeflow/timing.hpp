@@ -7,8 +7,8 @@
 //                       work, timed from the host (what tapeflow::chain's measure_steps does);
 //   event_timer         two backend events recorded around the call on a stream: stream-ordered
 //                       work, timed by the device (what measure_bandwidths does).
-// Loops that time several phases of each run (events between laps) collect a sample per phase and
-// take each one's median().
+// Runs of several phases, timed by events between them and nothing waiting in between, are what
+// lap_timer keeps (the medians of each phase and of whole runs).
 #pragma once
 
 #include <tapeflow/backend.hpp>
@@ -97,5 +97,62 @@ template <class Timer, class Run>
   for (int i = 0; i < repeats; ++i) { ms.push_back(timer(run)); }
   return median(std::move(ms));
 }
+
+/// Times runs of `laps` phases on one stream with the backend's events: start() marks a run's time
+/// zero, each lap(timed) the end of its next phase; a run whose laps are not `timed` (a warm-up) is
+/// not sampled. Nothing waits between the phases of a run.
+class lap_timer {
+ public:
+  /// Throws logic_error when `laps` is 0, and what creating a backend event throws.
+  lap_timer(backend kind, stream_view stream, std::size_t laps) : stream_(stream), start_(kind), samples_(laps)
+  {
+    TAPEFLOW_EXPECTS(laps >= 1, "a lap timer needs at least one lap");
+    ends_.reserve(laps);
+    for (std::size_t i = 0; i < laps; ++i) { ends_.emplace_back(kind); }
+  }
+
+  /// Marks the start of a run.
+  void start()
+  {
+    start_.record(stream_);
+    next_ = 0;
+  }
+
+  /// Marks the end of the run's next phase; at the last, reads the run's laps (waits for it) when
+  /// `timed`. Throws logic_error when the run has no phase left.
+  void lap(bool timed)
+  {
+    TAPEFLOW_EXPECTS(next_ < ends_.size(), "a lap past the timer's last phase");
+    ends_[next_].record(stream_);
+    if (++next_ < ends_.size()) { return; }
+    if (!timed) {
+      ends_.back().synchronize();  // a warm-up run ends before the next begins
+      return;
+    }
+    double before = 0;
+    for (std::size_t i = 0; i < ends_.size(); ++i) {
+      double const since_start = static_cast<double>(elapsed_ms(start_, ends_[i]));
+      samples_[i].push_back(since_start - before);
+      before = since_start;
+    }
+    totals_.push_back(before);
+  }
+
+  /// The median of phase `i` over the timed runs. Throws logic_error before the first timed run.
+  [[nodiscard]] double median_lap_ms(std::size_t i) const { return median(samples_.at(i)); }
+  /// The median of whole runs (start to the last lap) over the timed runs. Throws logic_error
+  /// before the first timed run.
+  [[nodiscard]] double median_total_ms() const { return median(totals_); }
+  /// Timed runs so far.
+  [[nodiscard]] std::size_t runs() const noexcept { return totals_.size(); }
+
+ private:
+  stream_view stream_;
+  event start_;
+  std::vector<event> ends_;
+  std::vector<std::vector<double>> samples_;
+  std::vector<double> totals_;
+  std::size_t next_{0};
+};
 
 }  // namespace tapeflow

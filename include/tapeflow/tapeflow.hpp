@@ -35,4 +35,4 @@
 #include <tapeflow/tape.hpp>          // tape, layer, tape_writer, tape_reader
 #include <tapeflow/thread_tape.hpp>   // the per-thread tape arena
 #include <tapeflow/tiers.hpp>         // plan_tiers, tiers
-#include <tapeflow/timing.hpp>        // median, median_ms and its timers
+#include <tapeflow/timing.hpp>        // median, median_ms and its timers, lap_timer

@@ -139,9 +139,29 @@ void device_buffer::copy_from(device_buffer const& source, stream_view stream)
   detail::ops(kind_).copy(data_, source.data_, bytes_, detail::copy_kind::device_to_device, stream);
 }
 
+void device_buffer::copy_from(device_buffer const& source, std::size_t bytes, stream_view stream)
+{
+  TAPEFLOW_EXPECTS(source.kind_ == kind_ && bytes <= source.bytes_ && bytes <= bytes_,
+                   "copy_from of " + std::to_string(bytes) + " bytes needs a source of the same backend and both "
+                   "buffers at least that large (source " + std::to_string(source.bytes_) + ", destination " +
+                   std::to_string(bytes_) + ")");
+  if (bytes == 0) { return; }
+  inject_copy_fault(bytes);
+  detail::ops(kind_).copy(data_, source.data_, bytes, detail::copy_kind::device_to_device, stream);
+}
+
 void device_buffer::fill(unsigned char value, stream_view stream)
 {
   detail::ops(kind_).fill(data_, value, bytes_, stream);
+}
+
+void device_buffer::fill(unsigned char value, std::size_t offset, std::size_t bytes, stream_view stream)
+{
+  TAPEFLOW_EXPECTS(offset <= bytes_ && bytes <= bytes_ - offset,
+                   "fill of bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) +
+                     ") past the end of a " + std::to_string(bytes_) + "-byte buffer");
+  if (bytes == 0) { return; }
+  detail::ops(kind_).fill(static_cast<unsigned char*>(data_) + offset, value, bytes, stream);
 }
 
 memory_usage device_memory_usage(backend kind) noexcept

@@ -57,9 +57,8 @@ tape::tape(backend kind, tape_options options) : kind_(kind), options_(options)
                      std::string{to_string(options_.pool->kind())});
 }
 
-layer& tape::push(std::size_t record_bytes, std::size_t records, std::size_t tile_records, stream_view stream)
+std::size_t tape::check_push(std::size_t record_bytes, std::size_t records, std::size_t tile_records) const
 {
-  TAPEFLOW_NVTX_RANGE("tapeflow::tape::push");
   TAPEFLOW_EXPECTS(record_bytes > 0 && record_bytes % record_alignment == 0,
                    "record size " + std::to_string(record_bytes) + " is not a positive multiple of 16 bytes");
   TAPEFLOW_EXPECTS(records > 0, "a layer needs at least one record");
@@ -75,15 +74,40 @@ layer& tape::push(std::size_t record_bytes, std::size_t records, std::size_t til
                     std::to_string(options_.budget_bytes) + "-byte device budget",
                   bytes);
   }
+  return bytes;
+}
+
+void tape::count_pushed(std::size_t bytes) noexcept
+{
+  bytes_ += bytes;
+  peak_bytes_ = std::max(peak_bytes_, bytes_);
+  ++pushed_;
+}
+
+layer& tape::adopt(std::size_t record_bytes, std::size_t records, std::size_t tile_records, device_buffer&& storage)
+{
+  TAPEFLOW_NVTX_RANGE("tapeflow::tape::adopt");
+  std::size_t const bytes = check_push(record_bytes, records, tile_records);
+  TAPEFLOW_EXPECTS(storage.kind() == kind_, "an adopted layer's storage must be of the tape's backend");
+  TAPEFLOW_EXPECTS(storage.size() >= bytes, "an adopted layer's storage holds " + std::to_string(storage.size()) +
+                                              " bytes, fewer than its " + std::to_string(bytes) + "-byte records");
+  layers_.emplace_back(layers_.size(), record_bytes, tile_layout{records, tile_records}, std::move(storage));
+  layers_.back().state_ = layer_state::committed;
+  count_pushed(bytes);
+  return layers_.back();
+}
+
+layer& tape::push(std::size_t record_bytes, std::size_t records, std::size_t tile_records, stream_view stream)
+{
+  TAPEFLOW_NVTX_RANGE("tapeflow::tape::push");
+  std::size_t const bytes = check_push(record_bytes, records, tile_records);
   if (options_.pool != nullptr) {
     device_buffer storage = options_.pool->take(bytes, stream);
     layers_.emplace_back(layers_.size(), record_bytes, tile_layout{records, tile_records}, std::move(storage));
   } else {
     layers_.emplace_back(kind_, layers_.size(), record_bytes, tile_layout{records, tile_records}, stream);
   }
-  bytes_ += bytes;
-  peak_bytes_ = std::max(peak_bytes_, bytes_);
-  ++pushed_;
+  count_pushed(bytes);
   return layers_.back();
 }
 

@@ -112,6 +112,74 @@ TEST(Chain, TheCallersBuffersAreNeverSwappedForTheChains)
   }
 }
 
+// A step whose record is its input state: wherever a layer stays on the device, the chain keeps
+// x_t's own buffer as the layer (augmented_forward is never called for it) and runs the untaped
+// forward — the same bits as the copy, under every policy, with the last record's padding (an odd
+// state) and poisoned working buffers.
+TEST(Chain, AStepThatTapesItsStateGivesItsBufferAsTheLayer)
+{
+  std::vector<double> const x0{0.3, -0.1, 0.7, 0.2, -0.45};
+  std::size_t const bytes = x0.size() * sizeof(double);
+  std::size_t const steps = 7;
+  std::size_t const layer = 3 * sizeof(toy_step::record_type);
+  for (tape_policy policy : {tape_policy::store, tape_policy::offload, tape_policy::recompute, tape_policy::automatic}) {
+    SCOPED_TRACE(to_string(policy));
+    chain_options o;
+    o.policy = policy;
+    o.poison = true;
+    o.host_tier_on_cpu = true;
+    if (policy != tape_policy::store) { o.budget_bytes = 3 * layer; }
+    auto forward_and_reverse = [&](bool record_is_state, std::size_t* augmented, chain_stats* stats) {
+      toy_step step{x0.size()};
+      step.record_is_state = record_is_state;
+      chain<toy_step> c(step, steps, o);
+      device_buffer state(backend::cpu, bytes, {});
+      state.upload(x0.data(), bytes, {});
+      void const* const memory = state.data();
+      std::vector<double> result = run(c, x0);  // a first gradient, then a second on kept buffers
+      c.forward(state);
+      EXPECT_EQ(state.data(), memory);
+      std::vector<double> x(x0.size());
+      state.download(x.data(), bytes, {});
+      result.insert(result.end(), x.begin(), x.end());
+      *augmented = *c.step().augmented_calls;
+      *stats = c.stats();
+      return result;
+    };
+    std::size_t copied_calls = 0;
+    std::size_t adopted_calls = 0;
+    chain_stats copied;
+    chain_stats adopted;
+    EXPECT_EQ(forward_and_reverse(true, &adopted_calls, &adopted), forward_and_reverse(false, &copied_calls, &copied));
+    EXPECT_EQ(adopted.tiers.describe(), copied.tiers.describe());
+    EXPECT_EQ(adopted.tape_bytes, copied.tape_bytes);
+    std::size_t host_layers = 0;
+    for (schedule_action const& a : chain_actions(adopted.tiers, steps)) {
+      host_layers += a.kind == action_kind::taped && a.where == level::host ? 1 : 0;
+    }
+    EXPECT_GT(copied_calls, 0u);
+    // two forwards: the host tier's layers are written by augmented_forward, no device layer is
+    EXPECT_EQ(adopted_calls, 2 * host_layers);
+    if (policy == tape_policy::offload) { EXPECT_GT(host_layers, 0u); }
+    if (policy == tape_policy::store || policy == tape_policy::recompute) { EXPECT_EQ(host_layers, 0u); }
+  }
+}
+
+// A step that tapes its state writes ceil(state / values per record) records per step; a plan of
+// any other size is a typed error.
+TEST(Chain, AStepThatTapesItsStateMustWriteItsStateInRecords)
+{
+  struct wide_step : toy_step {
+    [[nodiscard]] std::size_t records_per_step() const noexcept { return size; }
+  };
+  wide_step step;
+  step.size = 4;
+  step.record_is_state = true;
+  EXPECT_THROW((chain<wide_step>(step, 3, chain_options{})), logic_error);
+  step.record_is_state = false;
+  EXPECT_NO_THROW((chain<wide_step>(step, 3, chain_options{})));
+}
+
 TEST(Chain, MisuseIsATypedErrorAndTheChainStaysUsable)
 {
   std::vector<double> const x0{0.5, 0.25, -0.125};

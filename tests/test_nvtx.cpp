@@ -234,7 +234,8 @@ void expect_gradient_structure(std::vector<range> const& roots, std::size_t step
   ASSERT_NE(forward, nullptr);
   ASSERT_EQ(names(forward->children), repeat("tapeflow::layer::forward", steps));
   for (range const& layer : forward->children) {
-    ASSERT_EQ(names(layer.children), std::vector<std::string>{"tapeflow::tape::push"});
+    // Allen–Cahn's record is its input state: the tape adopts the state's buffer as the layer.
+    ASSERT_EQ(names(layer.children), std::vector<std::string>{"tapeflow::tape::adopt"});
     EXPECT_TRUE(layer.children[0].children.empty());
   }
   ASSERT_EQ(names(reverse->children), repeat("tapeflow::layer::reverse", steps));
@@ -288,10 +289,10 @@ TEST(NvtxTiers, OffloadedLayersOpenOffloadAndPrefetchRanges)
   auto const [forward, reverse] = expect_gradient_frame(roots);
   ASSERT_NE(forward, nullptr);
 
-  // Forward: one layer::forward per step, holding host_tier::offload (host tier) or tape::push.
+  // Forward: one layer::forward per step, holding host_tier::offload (host tier) or tape::adopt.
   ASSERT_EQ(names(forward->children), repeat("tapeflow::layer::forward", steps));
   for (std::size_t t = 0; t < steps; ++t) {
-    std::string const expected = tiers[t] == tier::host ? "tapeflow::host_tier::offload" : "tapeflow::tape::push";
+    std::string const expected = tiers[t] == tier::host ? "tapeflow::host_tier::offload" : "tapeflow::tape::adopt";
     EXPECT_EQ(names(forward->children[t].children), std::vector<std::string>{expected}) << "step " << t;
   }
 
@@ -351,7 +352,7 @@ TEST(NvtxTiers, RecomputedLayersAreTapedOneAtATimeBeforeTheirReverse)
   ASSERT_NE(forward, nullptr);
 
   // Revolve: untaped runs are tapeflow::recompute ranges (nothing inside); every step is taped
-  // exactly once, in a layer::forward holding its tape::push, right before the layer::reverse
+  // exactly once, in a layer::forward holding its tape::adopt, right before the layer::reverse
   // holding its tape::pop. The forward ends with the taped run of the last step.
   std::vector<std::string> layers;
   std::size_t recomputes = 0;
@@ -364,7 +365,7 @@ TEST(NvtxTiers, RecomputedLayersAreTapedOneAtATimeBeforeTheirReverse)
       }
       layers.push_back(c.name);
       if (c.name == "tapeflow::layer::forward") {
-        EXPECT_EQ(names(c.children), std::vector<std::string>{"tapeflow::tape::push"});
+        EXPECT_EQ(names(c.children), std::vector<std::string>{"tapeflow::tape::adopt"});
       } else if (c.name == "tapeflow::layer::reverse") {
         EXPECT_EQ(names(c.children), std::vector<std::string>{"tapeflow::tape::pop"});
       } else {

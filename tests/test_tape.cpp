@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace tapeflow {
 namespace {
 
@@ -89,6 +91,41 @@ TEST(Tape, BudgetIsNeverExceededAndAFailedPushChangesNothing)
   EXPECT_LE(t.peak_bytes(), t.budget_bytes());
 }
 
+TEST(Tape, AnAdoptedBufferIsACommittedLayerWithItsBytes)
+{
+  tape t(backend::cpu, tape_options{2 * 10 * sizeof(rec4)});
+  device_buffer storage(backend::cpu, 10 * sizeof(rec4), {});
+  std::vector<rec4> written(10);
+  for (std::size_t r = 0; r < written.size(); ++r) { written[r] = rec4{{float(r), 2.0f, 3.0f, 4.0f}}; }
+  storage.upload(written.data(), storage.size(), {});
+  void const* const address = storage.data();
+  layer& l = t.adopt<rec4>(10, 4, std::move(storage));
+  EXPECT_EQ(storage.size(), 0u);
+  EXPECT_EQ(l.storage().data(), address);  // the buffer itself, not a copy
+  EXPECT_EQ(t.bytes(), 10 * sizeof(rec4));
+  EXPECT_THROW(static_cast<void>(l.writer<rec4>()), logic_error);  // already committed
+  tape_reader<rec4> const r = l.reader<rec4>();
+  EXPECT_EQ(r.tile(2)[1].values[0], 9.0f);
+  EXPECT_EQ(t.layers_pushed(), 1u);
+  t.pop();
+  EXPECT_EQ(t.bytes(), 0u);
+}
+
+TEST(Tape, BadAdoptionsChangeNothing)
+{
+  tape t(backend::cpu, tape_options{10 * sizeof(rec4)});
+  device_buffer small(backend::cpu, 9 * sizeof(rec4), {});
+  EXPECT_THROW(t.adopt<rec4>(10, 4, std::move(small)), logic_error);  // fewer bytes than the records
+  EXPECT_EQ(small.size(), 9 * sizeof(rec4));
+  device_buffer big(backend::cpu, 11 * sizeof(rec4), {});
+  EXPECT_THROW(t.adopt<rec4>(11, 4, std::move(big)), budget_error);
+  EXPECT_EQ(big.size(), 11 * sizeof(rec4));  // still the caller's
+  EXPECT_THROW(t.adopt<rec4>(0, 4, std::move(big)), logic_error);
+  EXPECT_TRUE(t.empty());
+  EXPECT_EQ(t.bytes(), 0u);
+  EXPECT_NO_THROW(t.adopt<rec4>(10, 4, std::move(big)));  // a larger buffer holds the records
+}
+
 TEST(Memory, BuffersAreAccountedAndReleased)
 {
   memory_usage const before = device_memory_usage(backend::cpu);
@@ -106,6 +143,19 @@ TEST(Memory, BuffersAreAccountedAndReleased)
     EXPECT_EQ(host[999], 0xAB);
     EXPECT_THROW(c.upload(host.data(), 10, {}, 995), logic_error);
     EXPECT_THROW(b.copy_from(c, {}), logic_error);
+    c.fill(0x11, 10, 20, {});  // bytes [10, 30) only
+    c.download(host.data(), host.size(), {});
+    EXPECT_EQ(host[9], 0xAB);
+    EXPECT_EQ(host[10], 0x11);
+    EXPECT_EQ(host[29], 0x11);
+    EXPECT_EQ(host[30], 0xAB);
+    EXPECT_THROW(c.fill(0, 990, 11, {}), logic_error);
+    b.copy_from(c, 20, {});  // the first 20 bytes of a larger buffer
+    std::vector<unsigned char> first(24, 0);
+    b.download(first.data(), first.size(), {});
+    EXPECT_EQ(first[9], 0xAB);
+    EXPECT_EQ(first[19], 0x11);
+    EXPECT_THROW(b.copy_from(c, 25, {}), logic_error);
   }
   EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, before.current_bytes);
   EXPECT_GE(device_memory_usage(backend::cpu).peak_bytes, before.current_bytes + 1024);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A toy chain step for tests: x' = x + x^2 / 2 elementwise, two values per record, reverse
 // through cpu::reverse_tiles (in place, or the staging ring when the plan asks for it). Its
-// gradient is known in closed form.
+// gradient is known in closed form. Its record is its input state (padded), so it may say so:
+// with record_is_state, the chain keeps x_t's buffer as layer t instead of calling augmented_forward.
 #pragma once
 
 #include <tapeflow/chain.hpp>
@@ -17,9 +18,12 @@ struct toy_step {
 
   std::size_t size;
   std::shared_ptr<std::size_t> reverse_calls = std::make_shared<std::size_t>(0);
+  bool record_is_state = false;
+  std::shared_ptr<std::size_t> augmented_calls = std::make_shared<std::size_t>(0);
 
   [[nodiscard]] std::size_t state_size() const noexcept { return size; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return (size + 1) / 2; }
+  [[nodiscard]] bool tapes_state() const noexcept { return record_is_state; }
 
   void forward(std::size_t, double const* in, double* out, stream_view) const
   {
@@ -28,6 +32,7 @@ struct toy_step {
 
   void augmented_forward(std::size_t, double const* in, double* out, tape_writer<record_type> tape, stream_view) const
   {
+    ++*augmented_calls;
     for (std::size_t r = 0; r < tape.size(); ++r) {
       record_type rec{};
       for (std::size_t c = 0; c < 2 && 2 * r + c < size; ++c) {

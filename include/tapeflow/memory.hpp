@@ -42,8 +42,13 @@ class device_buffer {
   void download(void* host, std::size_t bytes, stream_view stream, std::size_t offset = 0) const;
   /// Copies the whole of `source` (same backend, same size) into this buffer.
   void copy_from(device_buffer const& source, stream_view stream);
+  /// Copies the first `bytes` of `source` (same backend) into this buffer's first `bytes`. Throws
+  /// logic_error when either holds fewer.
+  void copy_from(device_buffer const& source, std::size_t bytes, stream_view stream);
   /// Sets every byte to `value` (e.g. 0xFF poisons floating-point data with NaN).
   void fill(unsigned char value, stream_view stream);
+  /// Sets the bytes [offset, offset + bytes) to `value`. Throws logic_error past the buffer's end.
+  void fill(unsigned char value, std::size_t offset, std::size_t bytes, stream_view stream);
 
  private:
   void release() noexcept;

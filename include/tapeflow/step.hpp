@@ -16,6 +16,11 @@
 //                value_type const* adjoint_out, value_type* adjoint_in, stream_view s) const;
 // and, for a stencil whose reverse reads its neighbours' records (tapeflow/halo.hpp):
 //   std::size_t halo_records() const;        // records read on each side of a tile
+// and, for a step whose record is its input state — layer t is x_t itself: records_per_step()
+// records of record_type, each N = sizeof(record_type) / sizeof(value_type) values of the state in
+// order, the last record padded — so that the chain may keep the input state as the layer (and run
+// the untaped forward) instead of writing a copy of it:
+//   bool tapes_state() const;                // true: its augmented_forward tapes exactly x_t
 // and, for a device step whose reverse can run the sm_90 bulk-copy pipeline
 // (tapeflow/device/launch.cuh, device::bulk_copy_runs):
 //   bool bulk_copy_runs() const;             // the code loaded for its bulk reverse kernel is sm_90
@@ -126,6 +131,18 @@ template <class S>
 struct has_halo<S, std::enable_if_t<std::is_convertible_v<decltype(std::declval<S const&>().halo_records()),
                                                            std::size_t>>> : std::true_type {};
 
+/// tapes_state is optional too.
+template <class S, class = void>
+struct declares_tapes_state : std::false_type {};
+template <class S>
+struct declares_tapes_state<S, std::void_t<decltype(&S::tapes_state)>> : std::true_type {};
+
+template <class S, class = void>
+struct has_tapes_state : std::false_type {};
+template <class S>
+struct has_tapes_state<S, std::enable_if_t<std::is_same_v<decltype(std::declval<S const&>().tapes_state()), bool>>>
+  : std::true_type {};
+
 /// bulk_copy_runs is optional too.
 template <class S, class = void>
 struct declares_bulk_check : std::false_type {};
@@ -160,11 +177,12 @@ struct check {
   static constexpr bool reverse = !types_ok<S> || declares_parameters<S>::value || has_reverse<S>::value;
   static constexpr bool halo = !declares_halo<S>::value || has_halo<S>::value;
   static constexpr bool bulk_check = !declares_bulk_check<S>::value || has_bulk_check<S>::value;
+  static constexpr bool tapes_state = !declares_tapes_state<S>::value || has_tapes_state<S>::value;
   static constexpr bool parameter_size = !declares_parameters<S>::value || has_parameter_size<S>::value;
   static constexpr bool parameter_reverse =
     !types_ok<S> || !declares_parameters<S>::value || has_parameter_reverse<S>::value;
   static constexpr bool all = value_type && record_type && record && state_size && records_per_step && forward &&
-                              augmented_forward && reverse && halo && bulk_check && parameter_size &&
+                              augmented_forward && reverse && halo && bulk_check && tapes_state && parameter_size &&
                               parameter_reverse;
 };
 
@@ -200,6 +218,19 @@ template <class Step>
   } else {
     static_cast<void>(step);
     return true;
+  }
+}
+
+/// Whether `step`'s record is its input state (step.tapes_state() where the Step declares it, else
+/// false): the chain may then keep the input state as the layer instead of writing a copy.
+template <class Step>
+[[nodiscard]] bool tapes_state_of(Step const& step)
+{
+  if constexpr (detail::step_contract::has_tapes_state<Step>::value) {
+    return step.tapes_state();
+  } else {
+    static_cast<void>(step);
+    return false;
   }
 }
 
@@ -252,6 +283,8 @@ struct report_step_contract {
                 "(it adds the step's dL/dparameters to parameter_adjoint)");
   static_assert(c::halo, "tapeflow: Step::halo_records, where declared, must be `std::size_t halo_records() const` "
                          "(records its reverse reads on each side of a tile)");
+  static_assert(c::tapes_state, "tapeflow: Step::tapes_state, where declared, must be `bool tapes_state() const` "
+                                "(whether its record is its input state)");
   static_assert(c::bulk_check, "tapeflow: Step::bulk_copy_runs, where declared, must be `bool bulk_copy_runs() const` "
                                "(whether its reverse kernel's loaded code runs the sm_90 bulk-copy pipeline)");
 };

@@ -60,7 +60,7 @@ class layer {
   [[nodiscard]] device_buffer const& storage() const noexcept { return storage_; }
 
  private:
-  friend class tape;  // hands a popped layer's storage back to its pool
+  friend class tape;  // hands a popped layer's storage back to its pool, commits an adopted one
   void check_access(std::size_t record_bytes, layer_state wanted, char const* what) const;
 
   std::size_t index_;
@@ -97,6 +97,19 @@ class tape {
     return push(sizeof(R), records, tile_records, stream);
   }
 
+  /// Pushes `storage` itself (at least record_bytes x records bytes, of the tape's backend), already
+  /// written, as a committed layer: a step whose record is its input state gives its state buffer.
+  /// Throws budget_error when the layer does not fit the budget (`storage` is then left as it was)
+  /// and logic_error for bad sizes.
+  layer& adopt(std::size_t record_bytes, std::size_t records, std::size_t tile_records, device_buffer&& storage);
+
+  template <class R>
+  layer& adopt(std::size_t records, std::size_t tile_records, device_buffer&& storage)
+  {
+    require_record<R>();
+    return adopt(sizeof(R), records, tile_records, std::move(storage));
+  }
+
   /// The most recently pushed layer. Throws logic_error when the tape is empty.
   [[nodiscard]] layer& top();
   [[nodiscard]] layer const& top() const;
@@ -115,6 +128,10 @@ class tape {
   [[nodiscard]] std::size_t layers_pushed() const noexcept { return pushed_; }
 
  private:
+  /// The bytes of a layer of that shape; throws what push() throws before it changes anything.
+  [[nodiscard]] std::size_t check_push(std::size_t record_bytes, std::size_t records, std::size_t tile_records) const;
+  void count_pushed(std::size_t bytes) noexcept;
+
   backend kind_;
   tape_options options_;
   std::vector<layer> layers_;

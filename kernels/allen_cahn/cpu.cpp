@@ -66,6 +66,8 @@ struct cpu_step {
 
   [[nodiscard]] std::size_t state_size() const noexcept { return n * n; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return records_for<T>(n * n); }
+  /// The values content tapes u: the record is the input state, which the chain then keeps as the layer.
+  [[nodiscard]] bool tapes_state() const noexcept { return content == tape_content::values; }
 
   /// u' for the rows [r0, r1), and (when `taped` is given) what the tape holds for each cell.
   void advance_rows(std::size_t r0, std::size_t r1, T const* in, T* out, T* taped) const

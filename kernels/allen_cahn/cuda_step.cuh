@@ -93,6 +93,8 @@ struct cuda_step {
 
   [[nodiscard]] std::size_t state_size() const noexcept { return n * n; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return records_for<T>(n * n); }
+  /// The values content tapes u: the record is the input state, which the chain then keeps as the layer.
+  [[nodiscard]] bool tapes_state() const noexcept { return content == tape_content::values; }
 
   void forward(std::size_t, T const* in, T* out, stream_view s) const
   {

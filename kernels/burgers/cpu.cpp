@@ -27,6 +27,8 @@ struct cpu_step {
 
   [[nodiscard]] std::size_t state_size() const noexcept { return n; }
   [[nodiscard]] std::size_t records_per_step() const noexcept { return records_for<T>(n); }
+  /// The tape holds u: the record is the input state, which the chain then keeps as the layer.
+  [[nodiscard]] bool tapes_state() const noexcept { return true; }
   /// The stencil reaches one cell, so one record, past each end of a tile.
   [[nodiscard]] std::size_t halo_records() const noexcept { return burgers::halo_records; }
 

@@ -12,7 +12,10 @@
 // forward the caller's `state` and a scratch, a result that ends in the scratch copied back (or,
 // where the schedule keeps anything on the host, a copy of `state`, so that a forward planned
 // again without pinned memory starts over from the initial state); in the reverse's
-// recomputation, the executor's own. The adjoints ping-pong the same way. The caller's buffers
+// recomputation, the executor's own. A Step whose record is its input state (tapes_state()) runs
+// on the executor's own buffers, padded to whole records with zero tails: a layer kept on the device
+// is then x_t's buffer itself, adopted by the tape while the untaped forward writes x_{t+1}, and
+// the working buffer is replaced from the pool — the forward moves the primal's bytes. The adjoints ping-pong the same way. The caller's buffers
 // are never swapped in: the executor frees its buffers on its stream, while the caller's stream
 // may still use the caller's. Tape memory (layers, ring slots, checkpoints, scratch, the
 // parameter adjoint) comes from the first forward and reverse and stays: later ones allocate nothing.
@@ -36,6 +39,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -64,6 +68,7 @@ class chain_executor {
   /// made for the old one. Throws logic_error when the plan does not describe the chain's steps.
   void set_plan()
   {
+    set_working_state();
     actions_ = chain_actions(stats_.tiers, steps_);
     auto const first_reverse = std::find_if(actions_.begin(), actions_.end(),
                                             [](schedule_action const& a) { return a.kind == action_kind::reverse; });
@@ -85,7 +90,7 @@ class chain_executor {
     stats_.recompute_ms = 0;
     stats_.stall_ms = 0;
     stats_.prefetches = 0;
-    std::size_t const bytes = state.size();
+    std::size_t const bytes = working_bytes_;
     release_checkpoints();
     checkpoints_.resize(steps_);  // by step; kept sized between gradients
     if (!host_ && uses_host_) {
@@ -94,21 +99,21 @@ class chain_executor {
     }
     if (host_) { host_->begin(s); }
     // Kept from the last gradient (freed only by abandon() and the destructor).
-    bool const keep_initial = host_ != nullptr;
-    if (!scratch_) { scratch_.emplace(options_.kind, bytes, s); }
-    if (!work_ && (keep_initial || reverse_recomputes_)) { work_.emplace(options_.kind, bytes, s); }
+    bool const keep_initial = host_ != nullptr || tapes_state_;
+    if (!scratch_) { scratch_.emplace(take_working(s)); }
+    if (!work_ && (keep_initial || reverse_recomputes_)) { work_.emplace(take_working(s)); }
     if (options_.capture_reverse) {
       captured_.reserve(steps_, stats_.layer_bytes, bytes, s);
       peak_ = steps_ * stats_.layer_bytes;
     }
     track_peak();
-    if (keep_initial) { work_->copy_from(state, s); }
+    if (keep_initial) { work_->copy_from(state, state_bytes(), s); }
     cur_ = keep_initial ? &*work_ : &state;
     spare_ = &*scratch_;
     next_action_ = 0;
     lookahead_ = 0;
     while (actions_[next_action_].kind != action_kind::reverse) { run_action(actions_[next_action_++], s); }
-    if (cur_ != &state) { state.copy_from(*cur_, s); }
+    if (cur_ != &state) { state.copy_from(*cur_, state_bytes(), s); }
     // What the reverse recomputes starts from a restore into the executor's working state.
     cur_ = work_ ? &*work_ : nullptr;
     spare_ = work_ ? &*scratch_ : nullptr;
@@ -221,7 +226,7 @@ class chain_executor {
         break;
       case action_kind::taped: {
         TAPEFLOW_NVTX_RANGE("tapeflow::layer::forward");
-        poison(*spare_, s);
+        poison_state(*spare_, s);
         value_type const* in = cur_->data_as<value_type>();
         value_type* out = spare_->data_as<value_type>();
         if (options_.capture_reverse) {
@@ -236,6 +241,8 @@ class chain_executor {
           if (options_.poison) { host_->fill_slot(a.step, 0xFF, s); }
           step_.augmented_forward(a.step, in, out, tape_writer<record_type>{slot, plan_of(a.step).layout()}, s);
           host_->end_write(a.step, s);
+        } else if (tapes_state_) {
+          state_as_layer(a.step, s);
         } else {
           taped_on_device(a.step, in, out, s);
         }
@@ -248,8 +255,8 @@ class chain_executor {
           host_->store(a.step, *cur_, s);
         } else {
           TAPEFLOW_EXPECTS(checkpoints_[a.step].size() == 0, "a device checkpoint of this step is already held");
-          checkpoints_[a.step] = pool_.take(state_bytes(), s);
-          checkpoint_bytes_ += state_bytes();
+          checkpoints_[a.step] = pool_.take(working_bytes_, s);
+          checkpoint_bytes_ += working_bytes_;
           track_peak();
           checkpoints_[a.step].copy_from(*cur_, s);
         }
@@ -266,7 +273,7 @@ class chain_executor {
           host_->release(a.step);
         } else {
           pool_.give(std::move(checkpoints_[a.step]));  // leaves it empty
-          checkpoint_bytes_ -= state_bytes();
+          checkpoint_bytes_ -= working_bytes_;
         }
         break;
       case action_kind::reverse: break;  // reverse_scheduled's
@@ -283,13 +290,24 @@ class chain_executor {
     l.commit();
   }
 
+  /// Step t of a Step that tapes its state, its layer on the device: x_t's working buffer becomes
+  /// the layer, the untaped forward writes x_{t+1} into the spare, and the working buffer is
+  /// replaced from the pool.
+  void state_as_layer(std::size_t t, stream_view s)
+  {
+    layer const& l = tape_.adopt<record_type>(plan_of(t).records, plan_of(t).tile_records, std::move(*cur_));
+    track_peak();
+    *cur_ = take_working(s);
+    step_.forward(t, l.storage().template data_as<value_type>(), spare_->data_as<value_type>(), s);
+  }
+
   /// Untaped steps from..to-1 on the working state (recomputation), timed under measure_time.
   void advance_untaped(std::size_t from, std::size_t to, stream_view s)
   {
     TAPEFLOW_NVTX_RANGE("tapeflow::recompute");
     recompute_times_.begin(s);
     for (std::size_t t = from; t < to; ++t) {
-      poison(*spare_, s);
+      poison_state(*spare_, s);
       step_.forward(t, cur_->data_as<value_type>(), spare_->data_as<value_type>(), s);
       std::swap(cur_, spare_);
     }
@@ -349,6 +367,42 @@ class chain_executor {
     if (options_.poison) { buffer.fill(0xFF, s); }
   }
 
+  /// Poisons a working state's values (its zero tail, the last record's padding, stays).
+  void poison_state(device_buffer& buffer, stream_view s) const
+  {
+    if (options_.poison) { buffer.fill(0xFF, 0, state_bytes(), s); }
+  }
+
+  /// Whether the Step's record is its input state (and the plan lets the tape adopt it), and the
+  /// bytes of every working state buffer: the state's, or whole records of it.
+  void set_working_state()
+  {
+    tapes_state_ = tapes_state_of(step_) && !options_.capture_reverse;
+    working_bytes_ = state_bytes();
+    if (!tapes_state_) { return; }
+    constexpr std::size_t per_record = sizeof(record_type) / sizeof(value_type);
+    static_assert(sizeof(record_type) % sizeof(value_type) == 0,
+                  "a Step that tapes its state has records of whole values of its state");
+    std::size_t const records = (step_.state_size() + per_record - 1) / per_record;
+    for (std::size_t t = 0; t < steps_; ++t) {
+      TAPEFLOW_EXPECTS(plan_of(t).records == records,
+                       "a Step that tapes its state writes ceil(state values / values per record) = " +
+                         std::to_string(records) + " records per step; step " + std::to_string(t) + " writes " +
+                         std::to_string(plan_of(t).records));
+    }
+    working_bytes_ = records * sizeof(record_type);
+  }
+
+  /// A working state buffer from the pool; a new one's tail past the state (the last record's
+  /// padding) zeroed, which no step writes, so every working buffer keeps a zero tail.
+  [[nodiscard]] device_buffer take_working(stream_view s)
+  {
+    std::size_t const before = pool_.allocations();
+    device_buffer b = pool_.take(working_bytes_, s);
+    if (pool_.allocations() != before) { b.fill(0, state_bytes(), working_bytes_ - state_bytes(), s); }
+    return b;
+  }
+
   /// Forward progress: the steps the forward sweep has reached (the reverse's recomputation
   /// reaches none it has not).
   void report_forward(std::size_t reached)
@@ -380,6 +434,8 @@ class chain_executor {
   std::size_t forward_reported_{0};
   bool reverse_recomputes_{false};  // the schedule runs steps (or restores) after its first reverse
   bool uses_host_{false};           // the schedule keeps a layer or a checkpoint on the host
+  bool tapes_state_{false};         // the Step's record is its input state: device layers are adopted
+  std::size_t working_bytes_{0};    // bytes of each working state buffer and device checkpoint
   // the working state and its scratch; device checkpoints by step; the host tier
   std::optional<device_buffer> work_;
   std::optional<device_buffer> scratch_;

@@ -10,7 +10,7 @@
 #include <tapeflow/stream.hpp>
 
 #if defined(TAPEFLOW_EMULATED)
-// The emulated device (src/emulated/, docs/emulation.md): the CUDA runtime's names, kernels as
+// The emulated device (emulator/, docs/emulation.md): the CUDA runtime's names, kernels as
 // fibers on the CPU.
 #include <tapeflow/emulated/device.hpp>
 #include <tapeflow/emulated/runtime.hpp>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The emulated device's kernel-side builtins: what nvcc gives a .cu file for free (the execution
 // space keywords, threadIdx and friends, __syncthreads, atomics, warp votes, __trap), so that
-// tapeflow's kernels compile unchanged as C++ and run as fibers (src/emulated/). Included by
+// tapeflow's kernels compile unchanged as C++ and run as fibers (emulator/src/). Included by
 // <tapeflow/device/platform.hpp> in a TAPEFLOW_EMULATED build; docs/emulation.md gives the model.
 //
 // Each block runs on one host thread as blockDim fibers, switched cooperatively: at every

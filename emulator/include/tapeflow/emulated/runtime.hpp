@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The emulated device: the subset of the CUDA runtime API tapeflow uses, implemented on the CPU
-// (src/emulated/). A build with TAPEFLOW_EMULATED compiles the CUDA backend, every kernel and the
+// (emulator/src/). A build with TAPEFLOW_EMULATED compiles the CUDA backend, every kernel and the
 // GPU tests against this header instead of <cuda_runtime.h>: kernels run as blocks of
 // cooperatively scheduled fibers, streams are queues run in order (lazily by default: work runs
 // only when something waits for it), copies and fills run on the host. docs/emulation.md gives

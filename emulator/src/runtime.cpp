@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The emulated device's runtime: memory, streams, events, graphs and launches, with the CUDA
-// runtime's names (include/tapeflow/emulated/runtime.hpp).
+// runtime's names (emulator/include/tapeflow/emulated/runtime.hpp).
 //
 // Streams are queues of work run in order. Under the default lazy setting, work runs only when
 // something waits for it — a synchronize, an event wait, a synchronous copy — which is a legal
 // CUDA schedule and the one that turns a missing wait into a wrong result: a host that reads a
 // pinned buffer before waiting for the copy into it reads stale bytes. Every API call takes one
 // process-wide (recursive) lock; kernels run their blocks outside any lock.
-#include "emulated/emulator.hpp"
+#include "emulator.hpp"
 
 #include <dlfcn.h>
 

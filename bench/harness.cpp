@@ -30,42 +30,8 @@ std::string row::json() const
   return text;
 }
 
-double median(std::vector<double> samples)
-{
-  TAPEFLOW_EXPECTS(!samples.empty(), "a median needs at least one sample");
-  std::sort(samples.begin(), samples.end());
-  std::size_t const m = samples.size() / 2;
-  return samples.size() % 2 == 1 ? samples[m] : 0.5 * (samples[m - 1] + samples[m]);
-}
-
-stopwatch::stopwatch(backend kind, stream_view stream) : kind_(kind), stream_(stream), start_(kind) {}
-
-void stopwatch::start()
-{
-  start_.record(stream_);
-  used_ = 0;
-  started_ = true;
-}
-
-void stopwatch::lap()
-{
-  TAPEFLOW_EXPECTS(started_, "stopwatch::lap() before start()");
-  if (used_ == laps_.size()) { laps_.emplace_back(kind_); }
-  laps_[used_++].record(stream_);
-}
-
-std::vector<double> stopwatch::read()
-{
-  TAPEFLOW_EXPECTS(started_ && used_ > 0, "a timed body must call start() and then lap() at least once");
-  std::vector<double> ms;
-  ms.reserve(used_);
-  for (std::size_t i = 0; i < used_; ++i) { ms.push_back(elapsed_ms(start_, laps_[i])); }
-  started_ = false;
-  return ms;
-}
-
 context::context(backend kind, settings cfg)
-  : kind_(kind), device_(query_device_limits(kind)), cfg_(std::move(cfg))
+  : kind_(kind), device_(query_device_limits(kind)), cfg_(std::move(cfg)), sizes_(cfg_.quick, cfg_.params)
 {
   TAPEFLOW_EXPECTS(cfg_.warmup >= 0 && cfg_.repeats >= 1, "benchmarks need --warmup >= 0 and --repeats >= 1");
 }
@@ -78,7 +44,7 @@ double context::d2d_GBps()
   device_buffer a(kind_, bytes, {});
   device_buffer b(kind_, bytes, {});
   a.fill(0x3c, {});
-  timing const t = measure([&](stopwatch& sw) {
+  timing const t = measure(1, [&](stopwatch& sw) {
     sw.start();
     b.copy_from(a, sw.stream());
     sw.lap();
@@ -89,56 +55,37 @@ double context::d2d_GBps()
 
 std::size_t context::size(std::string const& key, std::size_t full, std::size_t quick_value) const
 {
-  auto const it = cfg_.params.find(key);
-  if (it == cfg_.params.end()) { return cfg_.quick ? quick_value : full; }
-  std::size_t used = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(it->second, &used);
-  } catch (std::exception const&) {
-    used = 0;
-  }
-  TAPEFLOW_EXPECTS(used == it->second.size() && !it->second.empty() && it->second[0] != '-',
-                   "--set " + key + "=" + it->second + ": not a non-negative integer");
-  return static_cast<std::size_t>(value);
+  return sizes_.size(key, full, quick_value);
 }
 
 std::string context::text(std::string const& key, std::string const& fallback) const
 {
-  auto const it = cfg_.params.find(key);
-  return it == cfg_.params.end() ? fallback : it->second;
+  return sizes_.text(key, fallback);
 }
 
-timing context::measure(std::function<void(stopwatch&)> const& body)
+int context::warmup() const
 {
-  // `--set <suite>.warmup=N` / `--set <suite>.repeats=N` override the run's counts for one suite.
-  auto const count = [&](char const* what, int fallback) {
-    std::size_t const v = size(suite_ + "." + what, static_cast<std::size_t>(fallback), static_cast<std::size_t>(fallback));
-    return static_cast<int>(v);
-  };
-  return measure(count("warmup", cfg_.warmup), count("repeats", cfg_.repeats), body);
+  return static_cast<int>(size(suite_ + ".warmup", static_cast<std::size_t>(cfg_.warmup), static_cast<std::size_t>(cfg_.warmup)));
 }
 
-timing context::measure(int warmup, int repeats, std::function<void(stopwatch&)> const& body)
+int context::repeats() const
 {
-  TAPEFLOW_EXPECTS(warmup >= 0 && repeats >= 1, "measure() needs warmup >= 0 and repeats >= 1");
-  stopwatch sw(kind_, {});
-  std::vector<double> totals;
-  std::vector<std::vector<double>> laps;
-  for (int run = 0; run < warmup + repeats; ++run) {
+  return static_cast<int>(size(suite_ + ".repeats", static_cast<std::size_t>(cfg_.repeats), static_cast<std::size_t>(cfg_.repeats)));
+}
+
+timing context::measure(std::size_t laps, std::function<void(stopwatch&)> const& body)
+{
+  int const warm = warmup();
+  int const runs = repeats();
+  TAPEFLOW_EXPECTS(warm >= 0 && runs >= 1, "measure() needs warmup >= 0 and repeats >= 1");
+  stopwatch sw(kind_, {}, laps);
+  for (int run = 0; run < warm + runs; ++run) {
+    sw.timed_ = run >= warm;
     body(sw);
-    std::vector<double> const ms = sw.read();
-    if (run < warmup) { continue; }
-    TAPEFLOW_EXPECTS(laps.empty() || laps.size() == ms.size(), "a timed body must lap the same number of times");
-    laps.resize(ms.size());
-    for (std::size_t i = 0; i < ms.size(); ++i) {
-      laps[i].push_back(i == 0 ? ms[0] : ms[i] - ms[i - 1]);
-    }
-    totals.push_back(ms.back());
   }
   timing t;
-  t.total_ms = median(totals);
-  for (auto& l : laps) { t.laps_ms.push_back(median(l)); }
+  t.total_ms = sw.timer_.median_total_ms();
+  for (std::size_t i = 0; i < laps; ++i) { t.laps_ms.push_back(sw.timer_.median_lap_ms(i)); }
   return t;
 }
 
@@ -163,7 +110,7 @@ std::vector<suite>& registry()
 
 suite_registrar::suite_registrar(char const* name, int order, char const* help, suite_fn run)
 {
-  registry().push_back({name, order, help, run});
+  registry().push_back({name, order, help, std::move(run)});
 }
 
 }  // namespace tapeflow::bench

@@ -7,7 +7,7 @@
 //
 //   void run_lbm(tapeflow::bench::context& ctx) {
 //     std::size_t const n = ctx.size("lbm.n", 1024, 128);     // full size, --quick size
-//     auto t = ctx.measure([&](tapeflow::bench::stopwatch& sw) {
+//     auto t = ctx.measure(2, [&](tapeflow::bench::stopwatch& sw) {
 //       upload(...);                // untimed set-up
 //       sw.start();  forward(...);  sw.lap();  reverse(...);  sw.lap();
 //     });
@@ -17,14 +17,17 @@
 //   }
 #pragma once
 
-#include "json.hpp"
+#include <tapeflow/workloads/common/describe.hpp>
+#include <tapeflow/workloads/common/json.hpp>
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/stream.hpp>
+#include <tapeflow/timing.hpp>
 
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,26 +61,20 @@ struct row {
   [[nodiscard]] std::string json() const;
 };
 
-/// Median of a non-empty sample.
-[[nodiscard]] double median(std::vector<double> samples);
-
-/// Events on one stream: start() marks time zero, each lap() the end of a phase.
+/// Events on one stream (a lap_timer): start() marks a run's time zero, each lap() the end of its
+/// next phase; warm-up runs are not sampled.
 class stopwatch {
  public:
-  stopwatch(backend kind, stream_view stream);
-  void start();
-  void lap();
+  stopwatch(backend kind, stream_view stream, std::size_t laps) : stream_(stream), timer_(kind, stream, laps) {}
+  void start() { timer_.start(); }
+  void lap() { timer_.lap(timed_); }
   [[nodiscard]] stream_view stream() const noexcept { return stream_; }
 
  private:
   friend class context;
-  std::vector<double> read();  ///< milliseconds of each lap (waits for the last one)
-  backend kind_;
   stream_view stream_;
-  event start_;
-  std::vector<event> laps_;
-  std::size_t used_{0};
-  bool started_{false};
+  lap_timer timer_;
+  bool timed_{false};
 };
 
 /// Medians over the repeats: of start() → last lap(), and of each lap.
@@ -101,12 +98,13 @@ class context {
   /// `--set key=value` if given, else `full` (or `quick_value` under --quick).
   [[nodiscard]] std::size_t size(std::string const& key, std::size_t full, std::size_t quick_value) const;
   [[nodiscard]] std::string text(std::string const& key, std::string const& fallback) const;
+  /// The run's warm-up and repeat counts, or the suite's own (`--set tiers.repeats=5`).
+  [[nodiscard]] int warmup() const;
+  [[nodiscard]] int repeats() const;
 
-  /// Runs `body` warmup + repeats times on the default stream; `body` does its untimed set-up,
-  /// then start(), the timed work with a lap() after each phase. Medians of the repeats. The
-  /// counts are the run's, or the suite's own (`--set tiers.repeats=5`).
-  timing measure(std::function<void(stopwatch&)> const& body);
-  timing measure(int warmup, int repeats, std::function<void(stopwatch&)> const& body);
+  /// Runs `body` warmup() + repeats() times on the default stream; `body` does its untimed set-up,
+  /// then start(), the timed work with `laps` lap()s, one after each phase. Medians of the repeats.
+  timing measure(std::size_t laps, std::function<void(stopwatch&)> const& body);
 
   /// The suite now running (its name prefixes the per-suite `--set` keys).
   void begin_suite(std::string name) { suite_ = std::move(name); }
@@ -119,13 +117,14 @@ class context {
   backend kind_;
   device_limits device_;
   settings cfg_;
+  workloads::bench_sizes sizes_;
   double d2d_GBps_{0};
   std::string suite_;
   std::vector<row> rows_;
 };
 
 /// A suite: `order` sorts the run (smaller first); `help` is one line for --list.
-using suite_fn = void (*)(context&);
+using suite_fn = std::function<void(context&)>;
 struct suite {
   std::string name;
   int order;

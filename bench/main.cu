@@ -6,7 +6,8 @@
 //   tapeflow_bench [--suite all|NAME[,NAME...]] [--quick] [--warmup 2] [--repeats 10]
 //                  [--set key=value ...] [--commit SHA] [--out FILE] [--list]
 #include "harness.hpp"
-#include "json.hpp"
+
+#include <tapeflow/workloads/common/json.hpp>
 
 #include <tapeflow/device/platform.hpp>
 #include <tapeflow/error.hpp>

@@ -2,7 +2,7 @@
 // Allen–Cahn on the CPU backend against finite differences and an independent implementation.
 #include "reference.hpp"
 
-#include <allen_cahn/allen_cahn.hpp>
+#include <tapeflow/workloads/allen_cahn.hpp>
 #include <tapeflow/cpu/thread_pool.hpp>
 #include <tapeflow/error.hpp>
 

@@ -4,7 +4,7 @@
 // implementation.
 #include "reference.hpp"
 
-#include <burgers/burgers.hpp>
+#include <tapeflow/workloads/burgers.hpp>
 #include <tapeflow/cpu/thread_pool.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>

@@ -3,7 +3,7 @@
 #include "cli_fixture.hpp"
 #include "reference.hpp"
 
-#include <allen_cahn/allen_cahn.hpp>
+#include <tapeflow/workloads/allen_cahn.hpp>
 
 #include <gtest/gtest.h>
 

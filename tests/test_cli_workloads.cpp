@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Every workload through the CLI: init writes inputs in the documented format, run's gradient file
-// is bit for bit what the workload's C++ API returns for those inputs, plan and bench run, every
-// command has its help, bad usage and input exit with status 2, and the progress bar appears on a
-// terminal (and only there).
+// The workloads' own options and files through the CLI (what every workload does is
+// tests/cli/workloads.cpp's): run's gradient file is bit for bit what the workload's typed C++ API
+// returns for the inputs init wrote, with the options that set each workload apart, and the
+// problems its library refuses exit with status 2.
 #include "cli_fixture.hpp"
 
-#include <allen_cahn/allen_cahn.hpp>
-#include <burgers/burgers.hpp>
-#include <gmm/gmm.hpp>
-#include <lbm/lbm.hpp>
-#include <lstm/lstm.hpp>
-#include <rk4/rk4.hpp>
+#include <tapeflow/workloads/allen_cahn.hpp>
+#include <tapeflow/workloads/burgers.hpp>
+#include <tapeflow/workloads/gmm.hpp>
+#include <tapeflow/workloads/lbm.hpp>
+#include <tapeflow/workloads/lstm.hpp>
+#include <tapeflow/workloads/rk4.hpp>
 
 #include <gtest/gtest.h>
 
@@ -52,19 +52,6 @@ std::vector<T> concat(std::vector<std::vector<T> const*> const& parts)
   return all;
 }
 
-TEST_F(Cli, AllenCahnGradientIsTheApiGradient)
-{
-  ASSERT_EQ(run("init allen-cahn --n 33 --seed 4 --dtype f64 --out " + path("in.bin")), 0) << output_;
-  ASSERT_EQ(run("run allen-cahn --n 33 --steps 6 --dtype f64 --backend cpu --input " + path("in.bin") + " --grad-out " +
-                path("g.bin")),
-            0)
-    << output_;
-  wl::allen_cahn::options o;
-  o.kind = backend::cpu;
-  auto const r = wl::allen_cahn::gradient(wl::allen_cahn::problem{33, 6}, read<double>("in.bin"), o);
-  expect_same_bits(read<double>("g.bin"), r.gradient, "allen-cahn");
-}
-
 TEST_F(Cli, LbmGradientIsTheApiGradient)
 {
   ASSERT_EQ(run("init lbm --nx 12 --ny 7 --seed 3 --out " + path("in.bin")), 0) << output_;
@@ -99,7 +86,7 @@ TEST_F(Cli, GmmGradientIsTheApiGradient)
   o.kind = backend::cpu;
   wl::gmm::gradient_result const r = wl::gmm::gradient(p, inputs, o);
   expect_same_bits(read<double>("g.bin"), concat<double>({&r.d_alphas, &r.d_means, &r.d_icf}), "gmm");
-  EXPECT_NE(text("s.json").find("\"objective\": "), std::string::npos) << text("s.json");
+  EXPECT_NE(text("s.json").find("\"loss\": "), std::string::npos) << text("s.json");
   EXPECT_NE(text("s.json").find("\"cpu_staging\": \"ring\""), std::string::npos) << text("s.json");
 }
 
@@ -183,6 +170,7 @@ TEST_F(Cli, Rk4GradientIsTheApiGradient)
     auto const r = wl::rk4::gradient(p, in[0], in[1], o);
     expect_same_bits(read<float>("g.bin"), r.gradient, tape.c_str());
     EXPECT_NE(text("s.json").find("\"tape\": \"" + tape + "\""), std::string::npos) << text("s.json");
+    EXPECT_EQ(text("s.json").find("\"arena\": ") != std::string::npos, tape == "arena") << text("s.json");
   }
 }
 
@@ -201,89 +189,8 @@ TEST_F(Cli, BurgersGradientIsTheApiGradient)
   EXPECT_NE(text("s.json").find("\"staged_tiles\": 63"), std::string::npos) << text("s.json");  // 9 tiles x 7 layers
 }
 
-/// Small problems of every workload, for the commands that do not need an input file.
-struct workload_case {
-  std::string name;
-  std::string problem;  ///< run/plan/bench flags
-  std::string shape;    ///< init flags
-};
-
-std::vector<workload_case> const every_workload{
-  {"allen-cahn", "--n 16 --steps 3", "--n 16"},
-  {"lbm", "--nx 8 --ny 6 --steps 3", "--nx 8 --ny 6"},
-  {"gmm", "--d 2 --k 3 --points 40", "--d 2 --k 3 --points 40"},
-  {"lstm", "--batch 2 --steps 3 --input-size 4 --hidden 5", "--batch 2 --steps 3 --input-size 4 --hidden 5"},
-  {"rk4", "--particles 20 --max-steps 16", "--particles 20 --max-steps 16"},
-  {"burgers", "--n 50 --steps 4", "--n 50"},
-};
-
-TEST_F(Cli, EveryWorkloadPlansAndBenchesWithAJsonRow)
+TEST_F(Cli, ProblemsTheLibraryRefusesAreBadInput)
 {
-  for (workload_case const& w : every_workload) {
-    EXPECT_EQ(run("plan " + w.name + " " + w.problem + " --backend cpu"), 0) << w.name << "\n" << output_;
-    EXPECT_NE(output_.find("plan:"), std::string::npos) << w.name << "\n" << output_;
-    ASSERT_EQ(run("bench " + w.name + " " + w.problem + " --backend cpu --warmup 1 --repeats 3 --json " + path("row.json")),
-              0)
-      << w.name << "\n" << output_;
-    std::string const row = text("row.json");
-    for (char const* key : {"\"workload\": ", "\"primal_ms\": ", "\"grad_ms\": ", "\"grad_over_primal\": ",
-                            "\"timing\": ", "\"tape_bytes\": "}) {
-      EXPECT_NE(row.find(key), std::string::npos) << w.name << ": " << key << " in " << row;
-    }
-    EXPECT_NE(row.find("\"workload\": \"" + w.name + "\""), std::string::npos) << row;
-  }
-}
-
-TEST_F(Cli, EveryCommandOfEveryWorkloadHasHelpWithItsFiles)
-{
-  EXPECT_EQ(run("--help"), 0);
-  for (workload_case const& w : every_workload) {
-    EXPECT_NE(output_.find("  " + w.name + " "), std::string::npos) << w.name << " in\n" << output_;
-  }
-  for (workload_case const& w : every_workload) {
-    for (std::string const command : {"init", "run", "plan", "bench"}) {
-      ASSERT_EQ(run(command + " " + w.name + " --help"), 0) << command << " " << w.name;
-      EXPECT_NE(output_.find("usage: tapeflow " + command + " " + w.name), std::string::npos) << output_;
-      EXPECT_NE(output_.find("--backend") == std::string::npos, command != "init") << command << " " << w.name;
-      bool const has_files = command == "init" || command == "run";
-      EXPECT_EQ(output_.find("IN.bin") != std::string::npos, has_files) << command << " " << w.name << "\n" << output_;
-      EXPECT_EQ(output_.find("G.bin") != std::string::npos, command == "run" || command == "init")
-        << command << " " << w.name;
-    }
-  }
-}
-
-TEST_F(Cli, BadUsageAndInputOfEveryWorkloadExitWithStatus2)
-{
-  write("tiny.bin", std::vector<float>(3, 0.5f));
-  for (workload_case const& w : every_workload) {
-    struct bad_case {
-      std::string args;
-      std::string says;
-    };
-    std::string const io = " --input " + path("tiny.bin") + " --grad-out " + path("g.bin");
-    std::vector<bad_case> cases{
-      {"run " + w.name + " " + w.problem + io + " --backend cpu", "input file"},  // wrong size
-      {"run " + w.name + " " + w.problem + " --input " + path("none.bin") + " --grad-out " + path("g.bin"), "cannot open"},
-      {"run " + w.name + io, "missing required option"},
-      {"run " + w.name + " " + w.problem + io + " --colour red", "unknown option"},
-      {"plan " + w.name + " " + w.problem + " --backend tpu", "--backend"},
-      {"plan " + w.name + " " + w.problem + " --backend hip", "not available"},
-      {"bench " + w.name + " " + w.problem + " --repeats 0", "--repeats"},
-      {"init " + w.name + " " + w.shape, "missing required option '--out"},
-      {"plan " + w.name + " " + w.problem + " --dtype f16", "--dtype"},
-    };
-    if (w.name == "gmm" || w.name == "rk4") {
-      cases.push_back({"plan " + w.name + " " + w.problem + " --policy store", "does not apply to 'plan " + w.name});
-      cases.push_back({"run " + w.name + " " + w.problem + io + " --capture-reverse", "does not apply"});
-    }
-    if (w.name == "rk4") { cases.push_back({"plan rk4 " + w.problem + " --tile-records 4", "does not apply"}); }
-    if (w.name == "gmm") { cases.push_back({"plan gmm " + w.problem + " --dtype f32", "f64"}); }
-    for (bad_case const& c : cases) {
-      EXPECT_EQ(run(c.args), 2) << c.args << "\n" << output_;
-      EXPECT_NE(output_.find(c.says), std::string::npos) << c.args << "\n" << output_;
-    }
-  }
   // Problems the library refuses are bad input too: (arguments, what the message says).
   std::string const lstm = "plan lstm --batch 2 --steps 3 --input-size 4 --hidden 5";
   for (auto const& [args, says] : std::vector<std::pair<std::string, std::string>>{
@@ -298,26 +205,6 @@ TEST_F(Cli, BadUsageAndInputOfEveryWorkloadExitWithStatus2)
     EXPECT_NE(output_.find(says), std::string::npos) << args << "\n" << output_;
   }
   EXPECT_EQ(run(lstm + " --capture-reverse --backend cpu"), 0);
-  EXPECT_EQ(run("run gmm --d 2 --k 3 --points 40 --input " + path("tiny.bin") + " --grad-out " + path("g.bin") +
-                " --backend cpu"),
-            2);
-  EXPECT_NE(output_.find("alphas, means, icf, x"), std::string::npos) << output_;
-}
-
-TEST_F(Cli, EveryWorkloadDrawsItsProgressBarOnATerminalOnly)
-{
-  for (workload_case const& w : every_workload) {
-    ASSERT_EQ(run("init " + w.name + " " + w.shape + " --out " + path("in.bin")), 0) << output_;
-    std::string const args =
-      "run " + w.name + " " + w.problem + " --backend cpu --input " + path("in.bin") + " --grad-out " + path("g.bin");
-    ASSERT_EQ(run_on_terminal(args), 0) << w.name << "\n" << output_;
-    EXPECT_NE(output_.find("\r  forward  ["), std::string::npos) << w.name << "\n" << output_;
-    EXPECT_NE(output_.find("\r  reverse  ["), std::string::npos) << w.name << "\n" << output_;
-    ASSERT_EQ(run_on_terminal(args + " --no-progress"), 0) << w.name;
-    EXPECT_EQ(output_.find("forward  ["), std::string::npos) << w.name << "\n" << output_;
-    ASSERT_EQ(run(args), 0) << w.name;  // piped
-    EXPECT_EQ(output_.find('\r'), std::string::npos) << w.name << "\n" << output_;
-  }
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 // on fresh random inputs; and Allen–Cahn's "partials on tape" variant against the values variant.
 #include "reference.hpp"
 
-#include <allen_cahn/allen_cahn.hpp>
-#include <allen_cahn/math.hpp>
+#include <tapeflow/workloads/allen_cahn.hpp>
+#include <tapeflow/workloads/allen_cahn/math.hpp>
 #include <tapeflow/dual.hpp>
 
 #include <gtest/gtest.h>

@@ -4,8 +4,8 @@
 #include "gpu_backend.hpp"
 #include "reference.hpp"
 
-#include <enzyme_example/enzyme_example.hpp>
-#include <enzyme_example/math.hpp>
+#include <tapeflow/workloads/enzyme_example.hpp>
+#include <tapeflow/workloads/enzyme_example/math.hpp>
 #include <tapeflow/enzyme.hpp>
 #include <tapeflow/error.hpp>
 

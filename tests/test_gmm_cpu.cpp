@@ -3,7 +3,7 @@
 // and central finite differences of it.
 #include "reference.hpp"
 
-#include <gmm/gmm.hpp>
+#include <tapeflow/workloads/gmm.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 

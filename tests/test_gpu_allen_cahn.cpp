@@ -4,7 +4,7 @@
 #include "gpu_backend.hpp"
 #include "reference.hpp"
 
-#include <allen_cahn/allen_cahn.hpp>
+#include <tapeflow/workloads/allen_cahn.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 

@@ -4,7 +4,7 @@
 #include "gpu_backend.hpp"
 #include "reference.hpp"
 
-#include <gmm/gmm.hpp>
+#include <tapeflow/workloads/gmm.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 

@@ -4,7 +4,7 @@
 #include "gpu_backend.hpp"
 #include "reference.hpp"
 
-#include <lbm/lbm.hpp>
+#include <tapeflow/workloads/lbm.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 

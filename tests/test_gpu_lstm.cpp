@@ -5,7 +5,7 @@
 #include "gpu_backend.hpp"
 #include "reference.hpp"
 
-#include <lstm/lstm.hpp>
+#include <tapeflow/workloads/lstm.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 

@@ -5,7 +5,7 @@
 #include "gpu_backend.hpp"
 #include "reference.hpp"
 
-#include <rk4/rk4.hpp>
+#include <tapeflow/workloads/rk4.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 

@@ -5,7 +5,7 @@
 #include "gpu_backend.hpp"
 #include "reference.hpp"
 
-#include <tape_bound/tape_bound.hpp>
+#include <tapeflow/workloads/tape_bound.hpp>
 
 #include <gtest/gtest.h>
 

@@ -3,8 +3,8 @@
 // differences of an independent long-double implementation, conservation, every policy, bad input.
 #include "reference.hpp"
 
-#include <lbm/lbm.hpp>
-#include <lbm/math.hpp>
+#include <tapeflow/workloads/lbm.hpp>
+#include <tapeflow/workloads/lbm/math.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/revolve.hpp>

@@ -4,8 +4,8 @@
 // typed errors for bad problems.
 #include "reference.hpp"
 
-#include <lstm/lstm.hpp>
-#include <lstm/math.hpp>
+#include <tapeflow/workloads/lstm.hpp>
+#include <tapeflow/workloads/lstm/math.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 

@@ -5,7 +5,7 @@
 // names, domain, nesting and counts against docs/profiling.md.
 #include "nvtx/nvtx_recorder.h"
 
-#include <allen_cahn/allen_cahn.hpp>
+#include <tapeflow/workloads/allen_cahn.hpp>
 #include <tapeflow/tiers.hpp>
 
 #include <gtest/gtest.h>

@@ -4,7 +4,7 @@
 #include "reference.hpp"
 #include "toy_step.hpp"
 
-#include <allen_cahn/allen_cahn.hpp>
+#include <tapeflow/workloads/allen_cahn.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/fault.hpp>
 #include <tapeflow/memory.hpp>

@@ -4,7 +4,7 @@
 // host tier, errors and injected faults.
 #include "reference.hpp"
 
-#include <rk4/rk4.hpp>
+#include <tapeflow/workloads/rk4.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/fault.hpp>
 #include <tapeflow/memory.hpp>

@@ -3,7 +3,7 @@
 // the reference adjoint bit for bit, and the math is the derivative it claims to be.
 #include "reference.hpp"
 
-#include <tape_bound/tape_bound.hpp>
+#include <tapeflow/workloads/tape_bound.hpp>
 #include <tapeflow/error.hpp>
 
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // The tier planner, and every policy and budget end to end on the CPU backend.
 #include "reference.hpp"
 
-#include <allen_cahn/allen_cahn.hpp>
+#include <tapeflow/workloads/allen_cahn.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/fault.hpp>
 #include <tapeflow/memory.hpp>

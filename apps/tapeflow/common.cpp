@@ -26,13 +26,6 @@ char const* to_string(command c) noexcept
   return "?";
 }
 
-std::vector<workload const*> const& workloads()
-{
-  static std::vector<workload const*> const all{&allen_cahn_cli(), &lbm_cli(),     &gmm_cli(),
-                                                &lstm_cli(),       &rk4_cli(),     &burgers_cli()};
-  return all;
-}
-
 namespace {
 
 flag_spec const help_flag{"help", "", "show this help", false};
@@ -81,7 +74,12 @@ void append(std::vector<flag_spec>& to, std::vector<flag_spec> const& from) { to
 
 std::vector<flag_spec> flags_for(workload const& w, command cmd)
 {
-  std::vector<flag_spec> all = cmd == command::init ? w.shape : w.problem;
+  std::vector<flag_spec> all;
+  for (flag_spec const& f : w.problem) {
+    if (cmd != command::init || f.shape) { all.push_back(f); }
+  }
+  bool const chain = w.tape == workloads::tape_kind::chain;
+  bool const pipeline = w.tape != workloads::tape_kind::arena;
   flag_spec const& dtype = w.f64_only ? dtype_f64_flag : dtype_flag;
   switch (cmd) {
     case command::init:
@@ -94,7 +92,7 @@ std::vector<flag_spec> flags_for(workload const& w, command cmd)
       all.push_back({"grad-out", "G.bin", "where to write the gradient (format below)", true});
       [[fallthrough]];
     case command::plan:
-      if (cmd == command::plan && w.chain) {
+      if (cmd == command::plan && chain) {
         all.push_back({"json", "PLAN.json", "write the plan as JSON: per step where its tape lives, its checkpoints "
                                             "and recomputations, and the predicted time ('-': standard output)",
                        false});
@@ -103,9 +101,9 @@ std::vector<flag_spec> flags_for(workload const& w, command cmd)
     case command::bench:
       all.push_back(dtype);
       all.push_back(backend_flag);
-      if (w.chain) { append(all, chain_flags); }
-      if (w.chain && cmd != command::plan) { all.push_back(measure_steps_flag); }
-      if (w.pipeline) { append(all, pipeline_flags); }
+      if (chain) { append(all, chain_flags); }
+      if (chain && cmd != command::plan) { all.push_back(measure_steps_flag); }
+      if (pipeline) { append(all, pipeline_flags); }
       append(all, w.options);
       if (cmd == command::run) {
         all.push_back({"json", "STATS.json", "write the run's statistics as JSON", false});
@@ -172,51 +170,6 @@ std::string dtype_of(parsed_args const& args, workload const& w)
   return dtype;
 }
 
-std::size_t count_of(parsed_args const& args, std::string const& name, std::size_t lo, std::size_t hi,
-                     std::size_t fallback)
-{
-  std::size_t const value = args.size(name, fallback);
-  if (value < lo || value > hi) {
-    throw usage_error("--" + name + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
-                      std::to_string(value));
-  }
-  return value;
-}
-
-namespace {
-/// `text` as a finite number, all of it; empty when it is not one.
-std::optional<double> finite_number(std::string const& text)
-{
-  char* end = nullptr;
-  double const value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) { return std::nullopt; }
-  return value;
-}
-}  // namespace
-
-double real_of(parsed_args const& args, std::string const& name, double fallback)
-{
-  if (!args.has(name)) { return fallback; }
-  std::string const text = args.text(name);
-  std::optional<double> const value = finite_number(text);
-  if (!value) { throw usage_error("option '--" + name + "' needs a finite number, got '" + text + "'"); }
-  return *value;
-}
-
-std::uint64_t seed_of(parsed_args const& args) { return args.size("seed", 1); }
-
-std::vector<std::string> comma_items(std::string const& text)
-{
-  std::vector<std::string> items;
-  std::size_t at = 0;
-  for (;;) {
-    std::size_t const comma = text.find(',', at);
-    items.push_back(text.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-    if (comma == std::string::npos) { return items; }
-    at = comma + 1;
-  }
-}
-
 step_cost step_cost_of(std::string const& text)
 {
   std::vector<std::string> const items = comma_items(text);
@@ -266,11 +219,8 @@ pipeline_request pipeline_of(parsed_args const& args)
   return r;
 }
 
-void read_run_options(parsed_args const& args, workload const& w, workloads::run_options& o)
+void read_run_options(parsed_args const& args, workloads::run_options& o)
 {
-  o.kind = backend_of(args);
-  if (w.pipeline) { o.pipeline = pipeline_of(args); }
-  if (!w.chain) { return; }
   try {
     o.policy = parse_policy(args.text("policy", "auto"));
   } catch (logic_error const&) {
@@ -351,6 +301,21 @@ void print_header(command cmd, workload const& w, std::string const& sizes, std:
   std::fflush(stdout);
 }
 
+void print_plan(workloads::tape_report const& planned)
+{
+  if (planned.chain) {
+    print_chain_plan(*planned.chain);
+  } else if (planned.layer) {
+    std::printf("plan:   one layer of %zu records x %zu B = %s of tape\n        %s\n", planned.layer->records,
+                planned.layer->record_bytes, human_bytes(planned.tape_bytes).c_str(),
+                planned.layer->describe().c_str());
+  }
+  for (std::size_t i = 0; i < planned.notes.size(); ++i) {
+    std::printf("%s%s\n", i == 0 && !planned.chain && !planned.layer ? "plan:   " : "        ", planned.notes[i].c_str());
+  }
+  std::fflush(stdout);
+}
+
 void print_chain_plan(chain_stats const& planned)
 {
   bool const unequal = !planned.step_plans.empty();  // layers of different sizes, each tiled on its own
@@ -359,7 +324,6 @@ void print_chain_plan(chain_stats const& planned)
               planned.budget_bytes == 0 ? "none" : human_bytes(planned.budget_bytes).c_str());
   std::printf("        tiers: %s\n", planned.tiers.describe().c_str());
   std::printf("        %s: %s\n", unequal ? "largest layer" : "each layer", planned.plan.describe().c_str());
-  std::fflush(stdout);
 }
 
 void print_layer_tiers(chain_stats const& planned)
@@ -370,6 +334,33 @@ void print_layer_tiers(chain_stats const& planned)
     line += tapeflow::to_string(planned.tiers.tiers[t]).substr(0, 1);
   }
   std::printf("%s\n        (d: device, h: host, r: recompute)\n", line.c_str());
+}
+
+void print_summary(workloads::tape_report const& r, backend kind)
+{
+  if (r.chain) {
+    chain_stats const& c = *r.chain;
+    std::printf("summary: policy %s; forward %.3f ms, reverse %.3f ms; peak tape %s (device), %s (host); "
+                "peak device %s\n",
+                std::string{tapeflow::to_string(c.policy)}.c_str(), c.forward_ms, c.reverse_ms,
+                human_bytes(c.peak_tape_bytes).c_str(), human_bytes(c.host_tape_bytes).c_str(),
+                human_bytes(r.peak_device_bytes).c_str());
+    std::printf("         %zu prefetches, stalled %.3f ms; %zu steps recomputed in %.3f ms", c.prefetches, c.stall_ms,
+                c.recompute_steps, c.recompute_ms);
+  } else {
+    std::printf("summary: tape %s, peak device %s", human_bytes(r.tape_bytes).c_str(),
+                human_bytes(r.peak_device_bytes).c_str());
+  }
+  if (kind == backend::cpu) {
+    if (r.staging.staged_tiles > 0) {
+      std::printf("; %zu tiles staged, consumer waited %zu times", r.staging.staged_tiles, r.staging.consumer_waits);
+    } else if (r.staging.tiles > 0) {
+      std::printf("; %zu tiles read in place", r.staging.tiles);
+    }
+  }
+  std::printf("\n");
+  if (r.arena) { std::printf("         %s\n", r.arena->describe().c_str()); }
+  for (auto const& [name, value] : r.facts) { std::printf("         %s %g\n", name.c_str(), value); }
 }
 
 json_object pipeline_json(pipeline_plan const& p)
@@ -484,6 +475,8 @@ void write_plan_json(parsed_args const& args, workload const& w, std::string con
   }
 }
 
+namespace {
+
 void add_chain_stats(json_object& stats, chain_stats const& c)
 {
   stats.add("policy", std::string{tapeflow::to_string(c.policy)})
@@ -508,35 +501,69 @@ void add_chain_stats(json_object& stats, chain_stats const& c)
     .add("schedule", schedule_json(c));
 }
 
-void print_chain_summary(chain_stats const& c, std::size_t peak_device_bytes, cpu::ring_stats const& staging,
-                         backend kind)
+json_object arena_json(thread_tape_stats const& a)
 {
-  std::printf("summary: policy %s; forward %.3f ms, reverse %.3f ms; peak tape %s (device), %s (host); "
-              "peak device %s\n",
-              std::string{tapeflow::to_string(c.policy)}.c_str(), c.forward_ms, c.reverse_ms,
-              human_bytes(c.peak_tape_bytes).c_str(), human_bytes(c.host_tape_bytes).c_str(),
-              human_bytes(peak_device_bytes).c_str());
-  std::printf("         %zu prefetches, stalled %.3f ms; %zu steps recomputed in %.3f ms", c.prefetches, c.stall_ms,
-              c.recompute_steps, c.recompute_ms);
-  if (kind == backend::cpu) {
-    if (staging.staged_tiles > 0) {
-      std::printf("; %zu tiles staged, consumer waited %zu times", staging.staged_tiles, staging.consumer_waits);
-    } else {
-      std::printf("; %zu tiles read in place", staging.tiles);
-    }
-  }
-  std::printf("\n");
+  json_object j;
+  j.add("chunk_steps", a.chunk_steps)
+    .add("chunk_bytes", a.chunk_bytes)
+    .add("chunks", a.chunks)
+    .add("device_slots", a.device_slots)
+    .add("chunks_to_host", a.chunks_to_host)
+    .add("prefetches", a.prefetches)
+    .add("max_steps", a.max_steps);
+  return j;
 }
 
-void add_staging(json_object& stats, cpu::ring_stats const& staging)
+}  // namespace
+
+void add_report(json_object& stats, workloads::tape_report const& r, backend kind)
 {
-  json_object s;
-  s.add("tiles", staging.tiles)
-    .add("staged_tiles", staging.staged_tiles)
-    .add("consumer_waits", staging.consumer_waits)
-    .add("producer_waits", staging.producer_waits)
-    .add("max_in_flight", staging.max_in_flight);
-  stats.add("staging", s);
+  stats.add("peak_device_bytes", r.peak_device_bytes);
+  if (r.chain) {
+    add_chain_stats(stats, *r.chain);  // with the chain's tape bytes
+  } else {
+    stats.add("tape_bytes", r.tape_bytes);
+  }
+  if (r.layer) { stats.add("plan", pipeline_json(*r.layer)); }
+  if (r.arena) { stats.add("arena", arena_json(*r.arena)); }
+  for (auto const& [name, value] : r.facts) { stats.add(name, value); }
+  if (kind == backend::cpu) {
+    json_object s;
+    s.add("tiles", r.staging.tiles)
+      .add("staged_tiles", r.staging.staged_tiles)
+      .add("consumer_waits", r.staging.consumer_waits)
+      .add("producer_waits", r.staging.producer_waits)
+      .add("max_in_flight", r.staging.max_in_flight);
+    stats.add("staging", s);
+  }
+}
+
+void write_bench_row(parsed_args const& args, workload const& w, std::string const& variant, std::string const& size,
+                     backend kind, workloads::bench_result const& r, std::function<void(json_object&)> const& more)
+{
+  std::printf("primal: %.3f ms   gradient: %.3f ms   gradient/primal: %.2f\n", r.primal_ms, r.grad_ms,
+              r.grad_ms / r.primal_ms);
+  std::printf("tape %s, peak device %s (device-resident, event-timed medians, no transfers)\n",
+              human_bytes(r.report.tape_bytes).c_str(), human_bytes(r.report.peak_device_bytes).c_str());
+  if (!args.has("json")) { return; }
+  json_object row;
+  row.add("workload", w.name)
+    .add("variant", variant)
+    .add("size", size)
+    .add("device", query_device_limits(kind).name)
+    .add("primal_ms", r.primal_ms)
+    .add("grad_ms", r.grad_ms)
+    .add("grad_over_primal", r.grad_ms / r.primal_ms)
+    .add("forward_ms", r.forward_ms)
+    .add("reverse_ms", r.reverse_ms)
+    .add("timing", "device-resident, event-timed medians (no transfers)")
+    .add("tape_bytes", r.report.tape_bytes)
+    .add("peak_device_bytes", r.report.peak_device_bytes);
+  if (more) { more(row); }
+  if (r.report.chain) { row.add("plan", chain_plan_json(*r.report.chain)); }
+  if (r.report.layer) { row.add("plan", pipeline_json(*r.report.layer)); }
+  if (r.report.arena) { row.add("arena", arena_json(*r.report.arena)); }
+  write_text(args.text("json"), row.str());
 }
 
 }  // namespace tapeflow::cli

@@ -11,7 +11,7 @@
 // file). Every command of every workload takes the same common flags and reports bad usage or
 // input the same way. Exit status: 0 on success, 2 on bad usage or input (a message says what),
 // 1 on a runtime failure.
-#include "args.hpp"
+#include <tapeflow/workloads/common/args.hpp>
 #include "common.hpp"
 
 #include <tapeflow/backend.hpp>
@@ -28,7 +28,7 @@ namespace {
 std::string workload_names()
 {
   std::string names;
-  for (workload const* w : workloads()) { names += (names.empty() ? "" : ", ") + w->name; }
+  for (workload const* w : all_workloads()) { names += (names.empty() ? "" : ", ") + w->name; }
   return names;
 }
 
@@ -43,7 +43,7 @@ std::string usage_text()
     "  plan <workload>        how the tape would be laid out and where it would live, without running\n"
     "  bench <workload>       primal and gradient times (medians of timed runs after a warm-up)\n\n"
     "workloads:\n";
-  for (workload const* w : workloads()) {
+  for (workload const* w : all_workloads()) {
     std::string name = "  " + w->name;
     name.resize(25, ' ');
     text += name + w->summary + "\n";
@@ -96,7 +96,7 @@ int command_workload(command cmd, std::vector<std::string> const& args)
     throw usage_error("'" + std::string{to_string(cmd)} + "' needs a workload: " + workload_names());
   }
   workload const* w = nullptr;
-  for (workload const* candidate : workloads()) {
+  for (workload const* candidate : all_workloads()) {
     if (candidate->name == args[0]) { w = candidate; }
   }
   if (w == nullptr) { throw usage_error("unknown workload '" + args[0] + "' (known: " + workload_names() + ")"); }

@@ -7,7 +7,7 @@
 // gradients are right and finite.
 #include <tapeflow/tapeflow.hpp>
 
-#include <allen_cahn/allen_cahn.hpp>
+#include <tapeflow/workloads/allen_cahn.hpp>
 
 #include <cmath>
 #include <cstddef>

@@ -3,21 +3,16 @@
 // gradient dL/du_0 through tapeflow's tape. See docs/architecture.md.
 #pragma once
 
-#include "math.hpp"
+#include <tapeflow/workloads/allen_cahn/math.hpp>
+#include <tapeflow/workloads/common/run_options.hpp>
+#include <tapeflow/workloads/common/session.hpp>
+#include <tapeflow/workloads/common/state_gradient.hpp>
 
-#include <workload_common/run_options.hpp>
-#include <workload_common/state_gradient.hpp>
-
-#include <tapeflow/backend.hpp>
 #include <tapeflow/chain.hpp>
-#include <tapeflow/cpu/tile_ring.hpp>
-#include <tapeflow/plan.hpp>
-#include <tapeflow/policy.hpp>
-#include <tapeflow/stream.hpp>
-#include <tapeflow/tiers.hpp>
 
 #include <cstddef>
-#include <functional>
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace tapeflow::workloads::allen_cahn {
@@ -41,6 +36,11 @@ using gradient_result = state_gradient<T>;
 /// Throws logic_error unless n >= 1, steps >= 1, n*n does not overflow and `values` == n*n.
 void validate(problem const& p, std::size_t values);
 
+/// A session of this problem on `o.kind`: its input is u_0 (n*n values, row-major), its gradient
+/// dL/du_0. Throws what validate() throws, and unavailable_error for a backend without kernels.
+template <class T>
+[[nodiscard]] std::unique_ptr<session<T>> open(problem const& p, options const& o);
+
 /// dL/du_0 and L for the initial state `u0` (n*n values, row-major).
 template <class T>
 [[nodiscard]] gradient_result<T> gradient(problem const& p, std::vector<T> const& u0, options const& o);
@@ -54,27 +54,13 @@ template <class T>
 template <class T>
 [[nodiscard]] std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const& o);
 
-/// Medians of event-timed runs after a warm-up, device-resident (no transfers timed).
-struct bench_result {
-  double primal_ms{0};    ///< T untaped steps
-  double grad_ms{0};      ///< augmented forward + seed + reverse
-  double forward_ms{0};
-  double reverse_ms{0};
-  chain_stats chain{};
-  std::size_t peak_device_bytes{0};
-  /// Device and pinned allocations (and their bytes) made by every run after the first: the
-  /// chain's tape memory comes from its pools, so 0.
-  std::size_t repeat_allocations{0};
-  std::size_t repeat_allocated_bytes{0};
-};
-
-/// Times the primal and the gradient on `o.kind` (repeats >= 1, warmup >= 0).
-template <class T>
-[[nodiscard]] bench_result benchmark(problem const& p, std::vector<T> const& u0, options const& o, int warmup,
-                                     int repeats);
-
 /// L = 0.5 * sum(u^2), accumulated in double.
 template <class T>
 [[nodiscard]] T loss(std::vector<T> const& u);
+
+/// Small noise around zero, uniform in [-0.9, 0.9): the classic spinodal-decomposition start, the
+/// initial state the CLI's init, the benchmarks and the tests draw.
+template <class T>
+[[nodiscard]] std::vector<T> random_state(std::size_t n, std::uint64_t seed);
 
 }  // namespace tapeflow::workloads::allen_cahn

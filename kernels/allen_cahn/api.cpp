@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "allen_cahn.hpp"
 #include "backends.hpp"
-#include "driver.hpp"
 #include "math.hpp"
 
 #include <tapeflow/error.hpp>
+#include <tapeflow/nvtx.hpp>
 
+#include <random>
 #include <string>
 
 namespace tapeflow::workloads::allen_cahn {
@@ -20,26 +21,21 @@ void validate(problem const& p, std::size_t values)
                                           std::to_string(p.n * p.n));
 }
 
-namespace {
-[[noreturn]] void no_backend(backend kind)
+template <class T>
+std::unique_ptr<session<T>> open(problem const& p, options const& o)
 {
-  TAPEFLOW_FAIL(unavailable_error, "the Allen–Cahn workload has no " + std::string{to_string(kind)} +
-                                     " kernels in this build");
+  validate(p, p.n * p.n);
+  return on_backend(
+    o.kind, "the Allen–Cahn workload", [&] { return detail::open_cpu<T>(p, o); },
+    [&](auto) { return detail::open_gpu<T>(p, o); });
 }
-}  // namespace
 
 template <class T>
 gradient_result<T> gradient(problem const& p, std::vector<T> const& u0, options const& o)
 {
-  switch (o.kind) {
-    case backend::cpu: return detail::gradient_cpu(p, u0, o);
-#if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::gradient_gpu(p, u0, o);
-#elif defined(TAPEFLOW_HAS_HIP)
-    case backend::hip: return detail::gradient_gpu(p, u0, o);
-#endif
-    default: no_backend(o.kind);
-  }
+  TAPEFLOW_NVTX_RANGE("tapeflow::allen_cahn::gradient");
+  validate(p, u0.size());
+  return workloads::detail::state_gradient_of<T>([&] { return open<T>(p, o); }, u0, o.kind, o.stream);
 }
 
 template <class T>
@@ -53,29 +49,9 @@ chain_stats plan(problem const& p, options const& o)
 template <class T>
 std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const& o)
 {
-  switch (o.kind) {
-    case backend::cpu: return detail::primal_cpu(p, u0, o);
-#if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::primal_gpu(p, u0, o);
-#elif defined(TAPEFLOW_HAS_HIP)
-    case backend::hip: return detail::primal_gpu(p, u0, o);
-#endif
-    default: no_backend(o.kind);
-  }
-}
-
-template <class T>
-bench_result benchmark(problem const& p, std::vector<T> const& u0, options const& o, int warmup, int repeats)
-{
-  switch (o.kind) {
-    case backend::cpu: return detail::benchmark_cpu(p, u0, o, warmup, repeats);
-#if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::benchmark_gpu(p, u0, o, warmup, repeats);
-#elif defined(TAPEFLOW_HAS_HIP)
-    case backend::hip: return detail::benchmark_gpu(p, u0, o, warmup, repeats);
-#endif
-    default: no_backend(o.kind);
-  }
+  TAPEFLOW_NVTX_RANGE("tapeflow::allen_cahn::primal");
+  validate(p, u0.size());
+  return workloads::detail::state_primal_of<T>([&] { return open<T>(p, o); }, u0, o.stream);
 }
 
 template <class T>
@@ -84,15 +60,25 @@ T loss(std::vector<T> const& u)
   return half_sum_of_squares(u.data(), u.size());
 }
 
-template gradient_result<float> gradient(problem const&, std::vector<float> const&, options const&);
-template gradient_result<double> gradient(problem const&, std::vector<double> const&, options const&);
-template std::vector<float> primal(problem const&, std::vector<float> const&, options const&);
-template std::vector<double> primal(problem const&, std::vector<double> const&, options const&);
-template chain_stats plan<float>(problem const&, options const&);
-template chain_stats plan<double>(problem const&, options const&);
-template bench_result benchmark(problem const&, std::vector<float> const&, options const&, int, int);
-template bench_result benchmark(problem const&, std::vector<double> const&, options const&, int, int);
-template float loss(std::vector<float> const&);
-template double loss(std::vector<double> const&);
+template <class T>
+std::vector<T> random_state(std::size_t n, std::uint64_t seed)
+{
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-0.9, 0.9);
+  std::vector<T> values(n * n);
+  for (T& v : values) { v = static_cast<T>(dist(rng)); }
+  return values;
+}
+
+#define TAPEFLOW_INSTANTIATE(T)                                                                    \
+  template std::unique_ptr<session<T>> open<T>(problem const&, options const&);                   \
+  template gradient_result<T> gradient(problem const&, std::vector<T> const&, options const&);    \
+  template chain_stats plan<T>(problem const&, options const&);                                    \
+  template std::vector<T> primal(problem const&, std::vector<T> const&, options const&);          \
+  template T loss(std::vector<T> const&);                                                          \
+  template std::vector<T> random_state<T>(std::size_t, std::uint64_t);
+TAPEFLOW_INSTANTIATE(float)
+TAPEFLOW_INSTANTIATE(double)
+#undef TAPEFLOW_INSTANTIATE
 
 }  // namespace tapeflow::workloads::allen_cahn

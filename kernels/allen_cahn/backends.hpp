@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The per-backend entry points of the Allen–Cahn workload (cpu.cpp, cuda.cu), dispatched by api.cpp.
+// Allen–Cahn's session on each backend: cpu.cpp, and cuda.cu (CUDA or HIP) where this build has a GPU.
 #pragma once
 
 #include "allen_cahn.hpp"
@@ -7,20 +7,14 @@
 namespace tapeflow::workloads::allen_cahn::detail {
 
 template <class T>
-gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& u0, options const& o);
-template <class T>
-std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options const& o);
-template <class T>
-bench_result benchmark_cpu(problem const& p, std::vector<T> const& u0, options const& o, int warmup, int repeats);
+[[nodiscard]] coefficients<T> coefficients_of(problem const& p) noexcept
+{
+  return {static_cast<T>(p.dt), static_cast<T>(p.eps2)};
+}
 
-#if defined(TAPEFLOW_HAS_CUDA) || defined(TAPEFLOW_HAS_HIP)
-/// The GPU backend of this build (CUDA or HIP): cuda.cu, compiled for one or the other.
 template <class T>
-gradient_result<T> gradient_gpu(problem const& p, std::vector<T> const& u0, options const& o);
+std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o);
 template <class T>
-std::vector<T> primal_gpu(problem const& p, std::vector<T> const& u0, options const& o);
-template <class T>
-bench_result benchmark_gpu(problem const& p, std::vector<T> const& u0, options const& o, int warmup, int repeats);
-#endif
+std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o);
 
 }  // namespace tapeflow::workloads::allen_cahn::detail

@@ -5,8 +5,9 @@
 // and the interior columns form a loop the compiler vectorises. The per-cell math is math.hpp's,
 // the same the GPU kernels run.
 #include "backends.hpp"
-#include "driver.hpp"
 #include "math.hpp"
+
+#include <tapeflow/workloads/common/state_chain.hpp>
 
 #include <tapeflow/cpu/reverse.hpp>
 #include <tapeflow/cpu/tape_store.hpp>
@@ -136,39 +137,14 @@ struct cpu_step {
 }  // namespace
 
 template <class T>
-gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& u0, options const& o)
+std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
   auto staging = std::make_shared<cpu::ring_stats>();
   cpu_step<T> step{p.n, coefficients_of<T>(p), staging, o.content};
-  gradient_result<T> result = run_gradient<T>(
-    std::move(step),
-    [](device_buffer const& state, stream_view) {
-      return half_sum_of_squares(state.data_as<T>(), state.size() / sizeof(T));
-    },
-    p, u0, o);
-  result.staging = *staging;
-  return result;
+  return open_state_chain<T>(std::move(step), p.steps, o, host_half_squares<T>{}, std::move(staging));
 }
 
-template <class T>
-std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options const& o)
-{
-  cpu_step<T> const step{p.n, coefficients_of<T>(p), nullptr};
-  return run_primal<T>([&step](T const* in, T* out, stream_view s) { step.forward(0, in, out, s); }, p, u0, o);
-}
-
-template <class T>
-bench_result benchmark_cpu(problem const& p, std::vector<T> const& u0, options const& o, int warmup, int repeats)
-{
-  cpu_step<T> const step{p.n, coefficients_of<T>(p), std::make_shared<cpu::ring_stats>(), o.content};
-  return run_benchmark<T>(step, p, u0, o, warmup, repeats);
-}
-
-template bench_result benchmark_cpu(problem const&, std::vector<float> const&, options const&, int, int);
-template bench_result benchmark_cpu(problem const&, std::vector<double> const&, options const&, int, int);
-template gradient_result<float> gradient_cpu(problem const&, std::vector<float> const&, options const&);
-template gradient_result<double> gradient_cpu(problem const&, std::vector<double> const&, options const&);
-template std::vector<float> primal_cpu(problem const&, std::vector<float> const&, options const&);
-template std::vector<double> primal_cpu(problem const&, std::vector<double> const&, options const&);
+template std::unique_ptr<session<float>> open_cpu(problem const&, options const&);
+template std::unique_ptr<session<double>> open_cpu(problem const&, options const&);
 
 }  // namespace tapeflow::workloads::allen_cahn::detail

@@ -1,40 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
-// Allen–Cahn on the GPU (CUDA, or HIP through the platform header): the workload's entry points
-// over the chain step of cuda_step.cuh.
+// Allen–Cahn's session on the GPU (CUDA, or HIP through the platform header): the chain step of
+// cuda_step.cuh, the loss as one device reduction.
 #include "backends.hpp"
 #include "cuda_step.cuh"
-#include "driver.hpp"
+
+#include <tapeflow/workloads/common/device_loss.cuh>
+#include <tapeflow/workloads/common/state_chain.hpp>
 
 namespace tapeflow::workloads::allen_cahn::detail {
 
 template <class T>
-gradient_result<T> gradient_gpu(problem const& p, std::vector<T> const& u0, options const& o)
+std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o)
 {
   int const sms = query_device_limits(gpu_backend).multiprocessors;
-  cuda_step<T> step{p.n, coefficients_of<T>(p), sms, o.content};
-  return run_gradient<T>(std::move(step), [](device_buffer const& state, stream_view s) { return workloads::detail::half_sum_of_squares_on_device<T>(state, s); },
-                         p, u0, o);
+  return open_state_chain<T>(cuda_step<T>{p.n, coefficients_of<T>(p), sms, o.content}, p.steps, o,
+                             device_half_squares<T>{});
 }
 
-template <class T>
-std::vector<T> primal_gpu(problem const& p, std::vector<T> const& u0, options const& o)
-{
-  cuda_step<T> const step{p.n, coefficients_of<T>(p), query_device_limits(gpu_backend).multiprocessors};
-  return run_primal<T>([&step](T const* in, T* out, stream_view s) { step.forward(0, in, out, s); }, p, u0, o);
-}
-
-template <class T>
-bench_result benchmark_gpu(problem const& p, std::vector<T> const& u0, options const& o, int warmup, int repeats)
-{
-  cuda_step<T> const step{p.n, coefficients_of<T>(p), query_device_limits(gpu_backend).multiprocessors, o.content};
-  return run_benchmark<T>(step, p, u0, o, warmup, repeats);
-}
-
-template bench_result benchmark_gpu(problem const&, std::vector<float> const&, options const&, int, int);
-template bench_result benchmark_gpu(problem const&, std::vector<double> const&, options const&, int, int);
-template gradient_result<float> gradient_gpu(problem const&, std::vector<float> const&, options const&);
-template gradient_result<double> gradient_gpu(problem const&, std::vector<double> const&, options const&);
-template std::vector<float> primal_gpu(problem const&, std::vector<float> const&, options const&);
-template std::vector<double> primal_gpu(problem const&, std::vector<double> const&, options const&);
+template std::unique_ptr<session<float>> open_gpu(problem const&, options const&);
+template std::unique_ptr<session<double>> open_gpu(problem const&, options const&);
 
 }  // namespace tapeflow::workloads::allen_cahn::detail

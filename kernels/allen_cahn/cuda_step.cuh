@@ -12,7 +12,6 @@
 #include <tapeflow/device/tile_pipeline.cuh>
 #include <tapeflow/memory.hpp>
 
-#include <workload_common/device_loss.cuh>
 
 namespace tapeflow::workloads::allen_cahn::detail {
 

@@ -3,6 +3,7 @@
 #include "math.hpp"
 
 #include <tapeflow/error.hpp>
+#include <tapeflow/nvtx.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -13,9 +14,7 @@ namespace tapeflow::workloads::burgers {
 
 namespace detail {
 template <class T>
-gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& u0, options const& o);
-template <class T>
-std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options const& o);
+std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o);
 }  // namespace detail
 
 void validate(problem const& p, std::size_t values)
@@ -42,10 +41,19 @@ void check_backend(backend kind)
 }  // namespace
 
 template <class T>
+std::unique_ptr<session<T>> open(problem const& p, options const& o)
+{
+  validate(p, p.n);
+  check_backend(o.kind);
+  return detail::open_cpu<T>(p, o);
+}
+
+template <class T>
 gradient_result<T> gradient(problem const& p, std::vector<T> const& u0, options const& o)
 {
-  check_backend(o.kind);
-  return detail::gradient_cpu(p, u0, o);
+  TAPEFLOW_NVTX_RANGE("tapeflow::burgers::gradient");
+  validate(p, u0.size());
+  return workloads::detail::state_gradient_of<T>([&] { return open<T>(p, o); }, u0, o.kind, o.stream);
 }
 
 template <class T>
@@ -61,8 +69,9 @@ chain_stats plan(problem const& p, options const& o)
 template <class T>
 std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const& o)
 {
-  check_backend(o.kind);
-  return detail::primal_cpu(p, u0, o);
+  TAPEFLOW_NVTX_RANGE("tapeflow::burgers::primal");
+  validate(p, u0.size());
+  return workloads::detail::state_primal_of<T>([&] { return open<T>(p, o); }, u0, o.stream);
 }
 
 template <class T>
@@ -94,6 +103,8 @@ std::vector<T> random_state(problem const& p, std::uint64_t seed)
   return u;
 }
 
+template std::unique_ptr<session<float>> open<float>(problem const&, options const&);
+template std::unique_ptr<session<double>> open<double>(problem const&, options const&);
 template gradient_result<float> gradient(problem const&, std::vector<float> const&, options const&);
 template gradient_result<double> gradient(problem const&, std::vector<double> const&, options const&);
 template chain_stats plan<float>(problem const&, options const&);

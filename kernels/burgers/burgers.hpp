@@ -8,15 +8,16 @@
 // it does not yet (docs/guide.md, "Stencils"); a GPU backend is an unavailable_error.
 #pragma once
 
-#include "math.hpp"
-
-#include <workload_common/run_options.hpp>
-#include <workload_common/state_gradient.hpp>
+#include <tapeflow/workloads/burgers/math.hpp>
+#include <tapeflow/workloads/common/run_options.hpp>
+#include <tapeflow/workloads/common/session.hpp>
+#include <tapeflow/workloads/common/state_gradient.hpp>
 
 #include <tapeflow/chain.hpp>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace tapeflow::workloads::burgers {
@@ -35,6 +36,11 @@ using gradient_result = state_gradient<T>;
 
 /// Throws logic_error unless n >= 1, steps >= 1, a is finite, 0 < b <= 1/2 and `values` == n.
 void validate(problem const& p, std::size_t values);
+
+/// A session of this problem on `o.kind`: its input is u_0 (n values), its gradient dL/du_0.
+/// Throws what validate() throws, and unavailable_error for a GPU backend.
+template <class T>
+[[nodiscard]] std::unique_ptr<session<T>> open(problem const& p, options const& o);
 
 /// dL/du_0 and L for the initial state `u0` (n values).
 template <class T>

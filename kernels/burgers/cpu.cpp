@@ -5,6 +5,8 @@
 #include "burgers.hpp"
 #include "math.hpp"
 
+#include <tapeflow/workloads/common/state_chain.hpp>
+
 #include <tapeflow/cpu/reverse.hpp>
 #include <tapeflow/cpu/thread_pool.hpp>
 #include <tapeflow/error.hpp>
@@ -61,34 +63,14 @@ coefficients<T> coefficients_of(problem const& p) noexcept
 }
 
 template <class T>
-gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& u0, options const& o)
+std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
-  TAPEFLOW_NVTX_RANGE("tapeflow::burgers::gradient");
-  validate(p, u0.size());
   auto staging = std::make_shared<cpu::ring_stats>();
-  gradient_result<T> r = workloads::detail::half_square_gradient<T>(
-    cpu_step<T>{p.n, coefficients_of<T>(p), staging},
-    [](device_buffer const& state, stream_view) {
-      return half_sum_of_squares(state.data_as<T>(), state.size() / sizeof(T));
-    },
-    p.steps, u0, o);
-  r.staging = *staging;
-  return r;
+  cpu_step<T> step{p.n, coefficients_of<T>(p), staging};
+  return open_state_chain<T>(std::move(step), p.steps, o, host_half_squares<T>{}, std::move(staging));
 }
 
-template <class T>
-std::vector<T> primal_cpu(problem const& p, std::vector<T> const& u0, options const& o)
-{
-  TAPEFLOW_NVTX_RANGE("tapeflow::burgers::primal");
-  validate(p, u0.size());
-  cpu_step<T> const step{p.n, coefficients_of<T>(p), nullptr};
-  return workloads::detail::untaped_primal<T>([&](T const* in, T* out, stream_view s) { step.forward(0, in, out, s); },
-                                              p.steps, u0, o);
-}
-
-template gradient_result<float> gradient_cpu(problem const&, std::vector<float> const&, options const&);
-template gradient_result<double> gradient_cpu(problem const&, std::vector<double> const&, options const&);
-template std::vector<float> primal_cpu(problem const&, std::vector<float> const&, options const&);
-template std::vector<double> primal_cpu(problem const&, std::vector<double> const&, options const&);
+template std::unique_ptr<session<float>> open_cpu(problem const&, options const&);
+template std::unique_ptr<session<double>> open_cpu(problem const&, options const&);
 
 }  // namespace tapeflow::workloads::burgers::detail

@@ -106,13 +106,4 @@ TAPEFLOW_HOST_DEVICE void reverse_region(Window const& window, T const* g_out, T
   }
 }
 
-/// L = 0.5 * sum(u^2), accumulated in double (host).
-template <class T>
-T half_sum_of_squares(T const* u, std::size_t count) noexcept
-{
-  double sum = 0;
-  for (std::size_t i = 0; i < count; ++i) { sum += static_cast<double>(u[i]) * static_cast<double>(u[i]); }
-  return static_cast<T>(0.5 * sum);
-}
-
 }  // namespace tapeflow::workloads::burgers

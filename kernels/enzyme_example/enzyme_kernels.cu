@@ -12,7 +12,7 @@
 // The reverse reads each thread's slot into registers rather than through tile_pipeline: clang-15,
 // the newest clang an Enzyme plugin for Debian's LLVM is published for, cannot include CUDA 12/13's
 // headers (cuda::pipeline); docs/enzyme.md says what that leaves open.
-#include <enzyme_example/math.hpp>
+#include <tapeflow/workloads/enzyme_example/math.hpp>
 #include <tapeflow/device/views.hpp>
 #include <tapeflow/enzyme_abi.hpp>
 #include <tapeflow/enzyme_cache.hpp>

@@ -4,6 +4,8 @@
 #include "driver.hpp"
 #include "math.hpp"
 
+#include <tapeflow/memory.hpp>
+
 #include <tapeflow/error.hpp>
 
 #include <random>
@@ -19,15 +21,8 @@ void expect_length(std::vector<double> const& v, std::size_t want, char const* n
                                        " values; the problem needs " + std::to_string(want));
 }
 
-[[noreturn]] void no_backend(backend kind)
-{
-  TAPEFLOW_FAIL(unavailable_error, "the GMM workload has no " + std::string{to_string(kind)} +
-                                     " kernels in this build (its GPU path is CUDA only: CUB reductions)");
-}
-
-}  // namespace
-
-void validate(problem const& p, inputs const& in)
+/// The problem alone (the inputs' sizes are the session's to check).
+void check_problem(problem const& p)
 {
   TAPEFLOW_EXPECTS(p.d >= 1, "the dimension d must be at least 1");
   TAPEFLOW_EXPECTS(p.k >= 1, "the number of components K must be at least 1");
@@ -38,6 +33,13 @@ void validate(problem const& p, inputs const& in)
                      p.n * p.k <= (std::size_t{1} << 40),
                    "the GMM problem d = " + std::to_string(p.d) + ", K = " + std::to_string(p.k) +
                      ", N = " + std::to_string(p.n) + " is too large");
+}
+
+}  // namespace
+
+void validate(problem const& p, inputs const& in)
+{
+  check_problem(p);
   expect_length(in.alphas, p.k, "alphas");
   expect_length(in.means, p.k * p.d, "means");
   expect_length(in.icf, p.k * icf_size(p.d), "icf");
@@ -61,47 +63,47 @@ inputs random_inputs(problem const& p, std::uint64_t seed)
   return in;
 }
 
+std::unique_ptr<session<double>> open(problem const& p, options const& o)
+{
+  check_problem(p);
+  // The GPU path is CUDA only: its reductions run on CUB (no rocPRIM twin yet).
+  return on_backend<gpu_kernels::cuda_only>(
+    o.kind, "the GMM workload", [&] { return detail::open_cpu(p, o); }, [&](auto) { return detail::open_gpu(p, o); });
+}
+
 double objective(problem const& p, inputs const& in, options const& o)
 {
-  switch (o.kind) {
-    case backend::cpu: return detail::objective_cpu(p, in, o);
-#if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::objective_gpu(p, in, o);
-#endif
-    default: no_backend(o.kind);
-  }
+  validate(p, in);
+  std::unique_ptr<session<double>> const run = open(p, o);
+  run->load({in.alphas, in.means, in.icf, in.x}, o.stream);
+  run->primal(o.stream);
+  return run->loss(o.stream);
 }
 
 gradient_result gradient(problem const& p, inputs const& in, options const& o)
 {
-  switch (o.kind) {
-    case backend::cpu: return detail::gradient_cpu(p, in, o);
-#if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::gradient_gpu(p, in, o);
-#endif
-    default: no_backend(o.kind);
-  }
+  validate(p, in);
+  reset_device_memory_peak(o.kind);
+  std::unique_ptr<session<double>> const run = open(p, o);
+  outcome<double> r = gradient_of(*run, {in.alphas, in.means, in.icf, in.x}, o.stream);
+  gradient_result g;
+  g.objective = r.loss;
+  g.d_alphas = std::move(r.gradients[0]);
+  g.d_means = std::move(r.gradients[1]);
+  g.d_icf = std::move(r.gradients[2]);
+  g.plan = *r.report.layer;
+  g.tape_bytes = r.report.tape_bytes;
+  g.peak_device_bytes = r.report.peak_device_bytes;
+  g.staging = r.report.staging;
+  return g;
 }
 
 pipeline_plan plan(problem const& p, options const& o)
 {
-  TAPEFLOW_EXPECTS(p.d >= 1 && p.k >= 1 && p.n >= 1, "d, K and N must be at least 1");
-  if (o.kind != backend::cpu && !backend_compiled(o.kind)) { no_backend(o.kind); }
-#if !defined(TAPEFLOW_HAS_CUDA)
-  if (o.kind != backend::cpu) { no_backend(o.kind); }
-#endif
-  return detail::make_layout(p, o).plan;
-}
-
-bench_result benchmark(problem const& p, inputs const& in, options const& o, int warmup, int repeats)
-{
-  switch (o.kind) {
-    case backend::cpu: return detail::benchmark_cpu(p, in, o, warmup, repeats);
-#if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::benchmark_gpu(p, in, o, warmup, repeats);
-#endif
-    default: no_backend(o.kind);
-  }
+  check_problem(p);
+  return on_backend<gpu_kernels::cuda_only>(
+    o.kind, "the GMM workload", [&] { return detail::make_layout(p, o).plan; },
+    [&](auto) { return detail::make_layout(p, o).plan; });
 }
 
 }  // namespace tapeflow::workloads::gmm

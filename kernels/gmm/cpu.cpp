@@ -21,9 +21,13 @@ namespace {
 
 class cpu_engine {
  public:
-  cpu_engine(problem const& p, inputs const& in, layout const& l, stream_view)
-    : p_(p), in_(in), l_(l), main_(p.n * p.k), lse_(p.n)
+  cpu_engine(problem const& p, layout const& l, stream_view) : p_(p), l_(l), main_(p.n * p.k), lse_(p.n) {}
+
+  /// Copies alphas, means, icf and x (their sizes checked by the session).
+  void load(std::vector<host_array<double>> const& in, stream_view)
   {
+    std::vector<double>* const to[] = {&in_.alphas, &in_.means, &in_.icf, &in_.x};
+    for (std::size_t i = 0; i < 4; ++i) { to[i]->assign(in[i].data, in[i].data + in[i].size); }
   }
 
   void objective(stream_view) { forward(nullptr); }
@@ -68,8 +72,9 @@ class cpu_engine {
     out.d_alphas = d_alphas_;
     out.d_means = d_means_;
     out.d_icf = d_icf_;
-    out.staging = staging_;
   }
+
+  [[nodiscard]] cpu::ring_stats const& staging() const noexcept { return staging_; }
 
  private:
   /// S_k, t_k and R_k of the tile's component from one tile's records (`xc`: d doubles of scratch).
@@ -196,7 +201,7 @@ class cpu_engine {
   }
 
   problem p_;
-  inputs const& in_;
+  inputs in_;
   layout l_;
   std::vector<double> main_;  // N x K, point-major
   std::vector<double> lse_;   // N
@@ -209,19 +214,9 @@ class cpu_engine {
 
 }  // namespace
 
-double objective_cpu(problem const& p, inputs const& in, options const& o)
+std::unique_ptr<session<double>> open_cpu(problem const& p, options const& o)
 {
-  return run_objective<cpu_engine>(p, in, o);
-}
-
-gradient_result gradient_cpu(problem const& p, inputs const& in, options const& o)
-{
-  return run_gradient<cpu_engine>(p, in, o);
-}
-
-bench_result benchmark_cpu(problem const& p, inputs const& in, options const& o, int warmup, int repeats)
-{
-  return run_benchmark<cpu_engine>(p, in, o, warmup, repeats);
+  return std::make_unique<gmm_session<cpu_engine>>(p, o);
 }
 
 }  // namespace tapeflow::workloads::gmm::detail

@@ -371,11 +371,12 @@ class gpu_engine {
     return device::bulk_copy_runs([](auto stages) { return reverse_kernel<decltype(stages)::value>; });
   }
 
-  gpu_engine(problem const& p, inputs const& in, layout const& l, stream_view s)
+  gpu_engine(problem const& p, layout const& l, stream_view s)
     : p_(p), l_(l), dp_{static_cast<int>(p.d), static_cast<int>(p.k), static_cast<long long>(p.n), p.gamma,
                         static_cast<double>(p.m)},
-      constant_(objective_constant(p.d, p.k, p.n, p.gamma, p.m)),
-      alphas_(upload(in.alphas, s)), means_(upload(in.means, s)), icf_(upload(in.icf, s)), x_(upload(in.x, s)),
+      constant_(objective_constant(p.d, p.k, p.n, p.gamma, p.m)), alphas_(gpu_backend, p.k * sizeof(double), s),
+      means_(gpu_backend, p.k * p.d * sizeof(double), s), icf_(gpu_backend, p.k * icf_size(p.d) * sizeof(double), s),
+      x_(gpu_backend, p.n * p.d * sizeof(double), s),
       qmat_(gpu_backend, p.k * p.d * p.d * sizeof(double), s), sum_q_(gpu_backend, p.k * sizeof(double), s),
       prior_(gpu_backend, p.k * sizeof(double), s), main_(gpu_backend, p.n * p.k * sizeof(double), s),
       lse_pairs_(gpu_backend, p.n * sizeof(lse_pair), s), lse_(gpu_backend, p.n * sizeof(double), s), scalars_(gpu_backend, 8 * sizeof(double), s),
@@ -397,7 +398,12 @@ class gpu_engine {
     temp_ = device_buffer(gpu_backend, std::max<std::size_t>(need, 16), s);
   }
 
-  [[nodiscard]] double const* d_alphas() const noexcept { return d_alphas_.data_as<double>(); }
+  /// Uploads alphas, means, icf and x (their sizes checked by the session).
+  void load(std::vector<host_array<double>> const& in, stream_view s)
+  {
+    device_buffer* const to[] = {&alphas_, &means_, &icf_, &x_};
+    for (std::size_t i = 0; i < 4; ++i) { to[i]->upload(in[i].data, in[i].size * sizeof(double), s); }
+  }
 
   void objective(stream_view s) { forward<false>(tape_writer<record>{}, s); }
 
@@ -450,13 +456,6 @@ class gpu_engine {
   static constexpr std::size_t prior_sum_slot = 3;
   static constexpr std::size_t lse_alpha_slot = 4;
   static constexpr std::size_t objective_slot = 5;
-
-  static device_buffer upload(std::vector<double> const& v, stream_view s)
-  {
-    device_buffer b(gpu_backend, v.size() * sizeof(double), s);
-    b.upload(v.data(), b.size(), s);
-    return b;
-  }
 
   double* scalar(std::size_t slot) noexcept { return scalars_.data_as<double>() + slot; }
 

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The backend-independent host side of the GMM gradient: the tape layer's layout and plan, one
-// layer pushed, written by the engine's augmented forward, committed, staged back into the
-// engine's reverse, popped. GMM is one layer, not a chain of steps, so this drives tapeflow::tape
-// directly. Each backend supplies an Engine (cpu.cpp, cuda_step.cuh):
+// The backend-independent host side of the GMM gradient, its session: the tape layer's layout and
+// plan, one layer pushed, written by the engine's augmented forward, committed, staged back into
+// the engine's reverse, popped. GMM is one layer, not a chain of steps, so this drives
+// tapeflow::tape directly. Each backend supplies an Engine (cpu.cpp, cuda_step.cuh):
 //
-//   Engine(problem, inputs, layout, stream)                 uploads the inputs, sizes its buffers
+//   Engine(problem, layout, stream)                         sizes its buffers
+//   void load(inputs as host arrays, stream)                alphas, means, icf, x
 //   void objective(stream)                                  the primal (no tape)
 //   void augmented_forward(tape_writer<record>, stream)     the objective, writing every record
 //   void reverse(tape_reader<record>, pipeline_plan, stream) the gradient, reading staged tiles
@@ -24,6 +25,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tapeflow::workloads::gmm::detail {
@@ -98,98 +101,97 @@ inline layout make_layout(problem const& p, options const& o)
   return l;
 }
 
-template <class Engine, class AfterForward>
-void gradient_pass(Engine& e, tape& t, layout const& l, bool poison, stream_view s, AfterForward&& after_forward)
+/// The problem's parts, in the order of the input file and of load(): alphas, means, icf, x.
+[[nodiscard]] inline std::vector<std::size_t> input_sizes(problem const& p)
 {
-  layer& top = t.push<record>(l.plan.records, l.plan.tile_records, s);
-  if (poison) { top.fill(0xFF, s); }
-  e.augmented_forward(top.writer<record>(), s);
-  top.commit();
-  after_forward();
-  e.reverse(top.reader<record>(), l.plan, s);
-  t.pop();
+  return {p.k, p.k * p.d, p.k * icf_size(p.d), p.n * p.d};
 }
 
+/// Whether an engine counts the CPU staging ring's tiles (the CPU engine does).
+template <class Engine, class = void>
+struct has_staging : std::false_type {};
 template <class Engine>
-double run_objective(problem const& p, inputs const& in, options const& o)
-{
-  TAPEFLOW_NVTX_RANGE("tapeflow::gmm::objective");
-  validate(p, in);
-  Engine e(p, in, make_layout(p, o), o.stream);
-  e.objective(o.stream);
-  return e.read_objective(o.stream);
-}
+struct has_staging<Engine, std::void_t<decltype(std::declval<Engine const&>().staging())>> : std::true_type {};
 
+/// One GMM problem on a backend: the engine's buffers, the layer's pool, its tape.
 template <class Engine>
-gradient_result run_gradient(problem const& p, inputs const& in, options const& o)
-{
-  TAPEFLOW_NVTX_RANGE("tapeflow::gmm::gradient");
-  validate(p, in);
-  reset_device_memory_peak(o.kind);
-  layout const l = make_layout(p, o);
-  Engine e(p, in, l, o.stream);
-  tape t(o.kind);
-  auto report = [&](chain_phase phase) {
-    if (o.progress) { o.progress(phase, 1, 1); }
-  };
-  gradient_pass(e, t, l, o.poison, o.stream, [&] { report(chain_phase::forward); });
-  report(chain_phase::reverse);
-  gradient_result r;
-  e.read_gradient(r, o.stream);
-  r.plan = l.plan;
-  r.tape_bytes = t.peak_bytes();
-  r.peak_device_bytes = device_memory_usage(o.kind).peak_bytes;
-  return r;
-}
-
-inline double median_of(std::vector<double> v)
-{
-  std::sort(v.begin(), v.end());
-  std::size_t const m = v.size() / 2;
-  return v.size() % 2 == 1 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
-/// Event-timed medians of the objective and of the gradient (forward and reverse laps).
-template <class Engine>
-bench_result run_benchmark(problem const& p, inputs const& in, options const& o, int warmup, int repeats)
-{
-  TAPEFLOW_EXPECTS(repeats >= 1 && warmup >= 0, "a benchmark needs repeats >= 1 and warmup >= 0");
-  validate(p, in);
-  stream_view const s = o.stream;
-  reset_device_memory_peak(o.kind);
-  layout const l = make_layout(p, o);
-  Engine e(p, in, l, s);
-  tape t(o.kind);
-  event start(o.kind);
-  event middle(o.kind);
-  event stop(o.kind);
-  std::vector<double> primal, forward, reverse, grad;
-  for (int run = 0; run < warmup + repeats; ++run) {
-    start.record(s);
-    e.objective(s);
-    stop.record(s);
-    double const primal_ms = elapsed_ms(start, stop);
-    start.record(s);
-    gradient_pass(e, t, l, false, s, [&] { middle.record(s); });
-    stop.record(s);
-    if (run < warmup) {
-      synchronize(o.kind, s);
-      continue;
-    }
-    primal.push_back(primal_ms);
-    forward.push_back(elapsed_ms(start, middle));
-    reverse.push_back(elapsed_ms(middle, stop));
-    grad.push_back(elapsed_ms(start, stop));
+class gmm_session final : public session<double> {
+ public:
+  gmm_session(problem const& p, options const& o)
+    : session<double>(o.kind), p_(p), o_(o), layout_(make_layout(p, o)), engine_(p, layout_, o.stream),
+      pool_(o.kind), tape_(o.kind, tape_options{0, &pool_})
+  {
   }
-  bench_result r;
-  r.primal_ms = median_of(primal);
-  r.grad_ms = median_of(grad);
-  r.forward_ms = median_of(forward);
-  r.reverse_ms = median_of(reverse);
-  r.plan = l.plan;
-  r.tape_bytes = t.peak_bytes();
-  r.peak_device_bytes = device_memory_usage(o.kind).peak_bytes;
-  return r;
-}
+
+  void load(std::vector<host_array<double>> const& inputs, stream_view s) override
+  {
+    std::vector<std::size_t> const sizes = input_sizes(p_);
+    char const* const names[] = {"alphas", "means", "icf", "x"};
+    TAPEFLOW_EXPECTS(inputs.size() == sizes.size(), "GMM takes 4 inputs (alphas, means, icf, x), not " +
+                                                      std::to_string(inputs.size()));
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      TAPEFLOW_EXPECTS(inputs[i].size == sizes[i], std::string{names[i]} + " holds " + std::to_string(inputs[i].size) +
+                                                     " values; the problem needs " + std::to_string(sizes[i]));
+    }
+    engine_.load(inputs, s);
+  }
+
+  void primal(stream_view s) override
+  {
+    TAPEFLOW_NVTX_RANGE("tapeflow::gmm::objective");
+    engine_.objective(s);
+  }
+
+  void forward(stream_view s) override
+  {
+    TAPEFLOW_NVTX_RANGE("tapeflow::gmm::forward");
+    TAPEFLOW_EXPECTS(tape_.empty(), "forward() called again before reverse() consumed the tape");
+    layer& top = tape_.push<record>(layout_.plan.records, layout_.plan.tile_records, s);
+    if (o_.poison) { top.fill(0xFF, s); }
+    engine_.augmented_forward(top.writer<record>(), s);
+    top.commit();
+    if (o_.progress) { o_.progress(chain_phase::forward, 1, 1); }
+  }
+
+  double loss(stream_view s) override { return engine_.read_objective(s); }
+
+  void reverse(stream_view s) override
+  {
+    TAPEFLOW_NVTX_RANGE("tapeflow::gmm::reverse");
+    TAPEFLOW_EXPECTS(!tape_.empty(), "reverse() needs a completed forward() whose tape was not reversed yet");
+    engine_.reverse(tape_.top().reader<record>(), layout_.plan, s);
+    tape_.pop();
+    if (o_.progress) { o_.progress(chain_phase::reverse, 1, 1); }
+  }
+
+  std::vector<std::vector<double>> gradients(stream_view s) override
+  {
+    gradient_result r;
+    engine_.read_gradient(r, s);
+    return {std::move(r.d_alphas), std::move(r.d_means), std::move(r.d_icf)};
+  }
+
+  std::vector<std::vector<double>> outputs(stream_view s) override { return {{engine_.read_objective(s)}}; }
+
+  tape_report report() const override
+  {
+    tape_report r;
+    r.layer = layout_.plan;
+    r.tape_bytes = layout_.plan.records * layout_.plan.record_bytes;
+    r.peak_device_bytes = device_memory_usage(kind()).peak_bytes;
+    r.peak_host_bytes = host_memory_usage(kind()).peak_bytes;
+    if constexpr (has_staging<Engine>::value) { r.staging = engine_.staging(); }
+    r.facts.emplace_back("reverse_splits", static_cast<double>(layout_.splits));
+    return r;
+  }
+
+ private:
+  problem p_;
+  options o_;
+  layout layout_;
+  Engine engine_;
+  buffer_pool pool_;  // the layer's memory, kept between gradients; before the tape, which gives back to it
+  tape tape_;
+};
 
 }  // namespace tapeflow::workloads::gmm::detail

@@ -4,15 +4,16 @@
 // one tape layer of per-(point, component) records. See docs/workloads/gmm.md.
 #pragma once
 
-#include <tapeflow/backend.hpp>
-#include <tapeflow/chain.hpp>
+#include <tapeflow/workloads/common/run_options.hpp>
+#include <tapeflow/workloads/gmm/math.hpp>
+#include <tapeflow/workloads/common/session.hpp>
+
 #include <tapeflow/cpu/tile_ring.hpp>
 #include <tapeflow/plan.hpp>
-#include <tapeflow/stream.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <vector>
 
 namespace tapeflow::workloads::gmm {
@@ -33,18 +34,12 @@ struct inputs {
   std::vector<double> x;       ///< N x d
 };
 
-struct options {
-  backend kind{backend::cpu};
+/// Where GMM runs (base_options; `progress` is called once after the forward and once after the
+/// reverse, (forward, 1, 1) and (reverse, 1, 1): GMM's tape is one layer) and how its layer is tiled.
+struct options : base_options {
   /// Tile and stage overrides for the tape layer. tile_records must be a multiple of 32 (64 points);
   /// the GPU reverse kernel runs 256-thread blocks.
   pipeline_request pipeline{};
-  /// Stream the work is ordered on; objective() and gradient() wait for it before returning.
-  stream_view stream{};
-  /// Fill the tape with NaN before the forward writes it (tests: every record is written).
-  bool poison{false};
-  /// gradient(): called after the forward (forward, 1, 1) and after the reverse (reverse, 1, 1)
-  /// are queued — GMM's tape is one layer.
-  std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
 };
 
 struct gradient_result {
@@ -65,6 +60,11 @@ void validate(problem const& p, inputs const& in);
 /// ADBench-like random inputs: x, means ~ U(0,1); alphas ~ N(0,1); icf ~ 0.1 N(0,1).
 [[nodiscard]] inputs random_inputs(problem const& p, std::uint64_t seed);
 
+/// A session of this problem on `o.kind`: its inputs are alphas, means, icf and x, its gradients
+/// d alphas, d means and d icf, its loss the objective (f64). Throws logic_error for a bad problem,
+/// unavailable_error on a backend without GMM kernels (HIP).
+[[nodiscard]] std::unique_ptr<session<double>> open(problem const& p, options const& o);
+
 /// The objective, without a tape.
 [[nodiscard]] double objective(problem const& p, inputs const& in, options const& o);
 
@@ -73,18 +73,5 @@ void validate(problem const& p, inputs const& in);
 
 /// The tape layer's tiling for this problem on `o.kind`, without running anything.
 [[nodiscard]] pipeline_plan plan(problem const& p, options const& o);
-
-/// Medians of event-timed runs after a warm-up, device-resident (inputs uploaded once).
-struct bench_result {
-  double primal_ms{0};   ///< the objective
-  double grad_ms{0};     ///< augmented forward + reverse (objective and gradient)
-  double forward_ms{0};
-  double reverse_ms{0};
-  pipeline_plan plan{};
-  std::size_t tape_bytes{0};
-  std::size_t peak_device_bytes{0};
-};
-
-[[nodiscard]] bench_result benchmark(problem const& p, inputs const& in, options const& o, int warmup, int repeats);
 
 }  // namespace tapeflow::workloads::gmm

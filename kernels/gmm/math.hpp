@@ -27,6 +27,11 @@
 
 namespace tapeflow::workloads::gmm {
 
+// The C library's exp and log (host and device), found here before tapeflow::exp and log of dual
+// numbers (tapeflow/dual.hpp) in an enclosing namespace would hide them.
+using ::exp;
+using ::log;
+
 /// One tape record: the main terms of two consecutive points of one component (16 bytes). The
 /// reverse needs nothing else per pair: r_ik = exp(main_ik - lse_i) with lse_i from the forward.
 using record = value_record<double, 2>;

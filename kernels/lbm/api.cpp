@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "backends.hpp"
-#include "driver.hpp"
 #include "lbm.hpp"
+#include "backends.hpp"
 #include "math.hpp"
 
 #include <tapeflow/error.hpp>
+#include <tapeflow/nvtx.hpp>
 
 #include <cmath>
 #include <random>
@@ -27,26 +27,21 @@ void validate(problem const& p, std::size_t values)
                                            " D2Q9 lattice needs 9 * nx * ny = " + std::to_string(p.values()));
 }
 
-namespace {
-[[noreturn]] void no_backend(backend kind)
+template <class T>
+std::unique_ptr<session<T>> open(problem const& p, options const& o)
 {
-  TAPEFLOW_FAIL(unavailable_error,
-                "the LBM workload has no " + std::string{to_string(kind)} + " kernels in this build");
+  validate(p, p.values());
+  return on_backend(
+    o.kind, "the LBM workload", [&] { return detail::open_cpu<T>(p, o); },
+    [&](auto) { return detail::open_gpu<T>(p, o); });
 }
-}  // namespace
 
 template <class T>
 gradient_result<T> gradient(problem const& p, std::vector<T> const& f0, options const& o)
 {
-  switch (o.kind) {
-    case backend::cpu: return detail::gradient_cpu(p, f0, o);
-#if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::gradient_gpu(p, f0, o);
-#elif defined(TAPEFLOW_HAS_HIP)
-    case backend::hip: return detail::gradient_gpu(p, f0, o);
-#endif
-    default: no_backend(o.kind);
-  }
+  TAPEFLOW_NVTX_RANGE("tapeflow::lbm::gradient");
+  validate(p, f0.size());
+  return workloads::detail::state_gradient_of<T>([&] { return open<T>(p, o); }, f0, o.kind, o.stream);
 }
 
 template <class T>
@@ -60,15 +55,9 @@ chain_stats plan(problem const& p, options const& o)
 template <class T>
 std::vector<T> primal(problem const& p, std::vector<T> const& f0, options const& o)
 {
-  switch (o.kind) {
-    case backend::cpu: return detail::primal_cpu(p, f0, o);
-#if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::primal_gpu(p, f0, o);
-#elif defined(TAPEFLOW_HAS_HIP)
-    case backend::hip: return detail::primal_gpu(p, f0, o);
-#endif
-    default: no_backend(o.kind);
-  }
+  TAPEFLOW_NVTX_RANGE("tapeflow::lbm::primal");
+  validate(p, f0.size());
+  return workloads::detail::state_primal_of<T>([&] { return open<T>(p, o); }, f0, o.stream);
 }
 
 template <class T>
@@ -99,6 +88,8 @@ std::vector<T> random_state(problem const& p, std::uint64_t seed)
   return f;
 }
 
+template std::unique_ptr<session<float>> open<float>(problem const&, options const&);
+template std::unique_ptr<session<double>> open<double>(problem const&, options const&);
 template gradient_result<float> gradient(problem const&, std::vector<float> const&, options const&);
 template gradient_result<double> gradient(problem const&, std::vector<double> const&, options const&);
 template std::vector<float> primal(problem const&, std::vector<float> const&, options const&);

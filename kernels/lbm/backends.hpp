@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The per-backend entry points of the LBM workload (cpu.cpp, cuda.cu), dispatched by api.cpp.
+// LBM's session on each backend: cpu.cpp, and cuda.cu (CUDA or HIP) where this build has a GPU.
 #pragma once
 
 #include "lbm.hpp"
@@ -7,16 +7,14 @@
 namespace tapeflow::workloads::lbm::detail {
 
 template <class T>
-gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& f0, options const& o);
-template <class T>
-std::vector<T> primal_cpu(problem const& p, std::vector<T> const& f0, options const& o);
+[[nodiscard]] T omega_of(problem const& p) noexcept
+{
+  return static_cast<T>(1.0 / p.tau);
+}
 
-#if defined(TAPEFLOW_HAS_CUDA) || defined(TAPEFLOW_HAS_HIP)
-/// The GPU backend of this build (CUDA or HIP): cuda.cu, compiled for one or the other.
 template <class T>
-gradient_result<T> gradient_gpu(problem const& p, std::vector<T> const& f0, options const& o);
+std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o);
 template <class T>
-std::vector<T> primal_gpu(problem const& p, std::vector<T> const& f0, options const& o);
-#endif
+std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o);
 
 }  // namespace tapeflow::workloads::lbm::detail

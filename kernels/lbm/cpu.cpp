@@ -4,8 +4,9 @@
 // cell pushes to its own set of destinations and gathers from them in the reverse, so cells never
 // write the same value.
 #include "backends.hpp"
-#include "driver.hpp"
 #include "math.hpp"
+
+#include <tapeflow/workloads/common/state_chain.hpp>
 
 #include <tapeflow/cpu/reverse.hpp>
 #include <tapeflow/cpu/thread_pool.hpp>
@@ -59,30 +60,14 @@ struct cpu_step {
 }  // namespace
 
 template <class T>
-gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& f0, options const& o)
+std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
   auto staging = std::make_shared<cpu::ring_stats>();
   cpu_step<T> step{p.nx, p.ny, omega_of<T>(p), staging};
-  gradient_result<T> result = run_gradient<T>(
-    std::move(step),
-    [](device_buffer const& state, stream_view) {
-      return half_sum_of_squares(state.data_as<T>(), state.size() / sizeof(T));
-    },
-    p, f0, o);
-  result.staging = *staging;
-  return result;
+  return open_state_chain<T>(std::move(step), p.steps, o, host_half_squares<T>{}, std::move(staging));
 }
 
-template <class T>
-std::vector<T> primal_cpu(problem const& p, std::vector<T> const& f0, options const& o)
-{
-  cpu_step<T> const step{p.nx, p.ny, omega_of<T>(p), nullptr};
-  return run_primal<T>([&step](T const* in, T* out, stream_view s) { step.forward(0, in, out, s); }, p, f0, o);
-}
-
-template gradient_result<float> gradient_cpu(problem const&, std::vector<float> const&, options const&);
-template gradient_result<double> gradient_cpu(problem const&, std::vector<double> const&, options const&);
-template std::vector<float> primal_cpu(problem const&, std::vector<float> const&, options const&);
-template std::vector<double> primal_cpu(problem const&, std::vector<double> const&, options const&);
+template std::unique_ptr<session<float>> open_cpu(problem const&, options const&);
+template std::unique_ptr<session<double>> open_cpu(problem const&, options const&);
 
 }  // namespace tapeflow::workloads::lbm::detail

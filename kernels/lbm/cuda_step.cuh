@@ -16,7 +16,6 @@
 #include <tapeflow/device/tile_pipeline.cuh>
 #include <tapeflow/memory.hpp>
 
-#include <workload_common/device_loss.cuh>
 
 namespace tapeflow::workloads::lbm::detail {
 

@@ -3,20 +3,15 @@
 // L = 0.5 * sum(f_T^2), gradient dL/df_0 through tapeflow's tape. See docs/workloads/lbm.md.
 #pragma once
 
-#include <workload_common/run_options.hpp>
-#include <workload_common/state_gradient.hpp>
+#include <tapeflow/workloads/common/run_options.hpp>
+#include <tapeflow/workloads/common/session.hpp>
+#include <tapeflow/workloads/common/state_gradient.hpp>
 
-#include <tapeflow/backend.hpp>
 #include <tapeflow/chain.hpp>
-#include <tapeflow/cpu/tile_ring.hpp>
-#include <tapeflow/plan.hpp>
-#include <tapeflow/policy.hpp>
-#include <tapeflow/stream.hpp>
-#include <tapeflow/tiers.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <vector>
 
 namespace tapeflow::workloads::lbm {
@@ -41,6 +36,12 @@ using gradient_result = state_gradient<T>;
 /// Throws logic_error unless nx, ny, steps >= 1, tau > 0.5 (finite), 9*nx*ny does not overflow
 /// and `values` == 9*nx*ny.
 void validate(problem const& p, std::size_t values);
+
+/// A session of this problem on `o.kind`: its input is f_0 (9 planes of nx*ny values), its
+/// gradient dL/df_0. Throws what validate() throws, and unavailable_error for a backend without
+/// kernels.
+template <class T>
+[[nodiscard]] std::unique_ptr<session<T>> open(problem const& p, options const& o);
 
 /// dL/df_0 and L for the initial state `f0` (9 planes of nx*ny values).
 template <class T>

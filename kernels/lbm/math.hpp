@@ -197,13 +197,4 @@ TAPEFLOW_HOST_DEVICE void reverse_region(record<T> const& rec, T const* g_next, 
   }
 }
 
-/// L = 0.5 * sum(f^2) over `count` values, accumulated in double (host).
-template <class T>
-T half_sum_of_squares(T const* f, std::size_t count) noexcept
-{
-  double sum = 0;
-  for (std::size_t i = 0; i < count; ++i) { sum += static_cast<double>(f[i]) * static_cast<double>(f[i]); }
-  return static_cast<T>(0.5 * sum);
-}
-
 }  // namespace tapeflow::workloads::lbm

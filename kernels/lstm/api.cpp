@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "lstm.hpp"
 #include "backends.hpp"
 #include "driver.hpp"
-#include "lstm.hpp"
 #include "math.hpp"
 
 #include <tapeflow/error.hpp>
+#include <tapeflow/memory.hpp>
+#include <tapeflow/nvtx.hpp>
 
 #include <algorithm>
 #include <climits>
@@ -28,12 +30,6 @@ void expect_size(std::size_t got, std::size_t want, std::string const& what)
 {
   TAPEFLOW_EXPECTS(got == want, what + " holds " + std::to_string(got) + " values; the problem needs " +
                                   std::to_string(want));
-}
-
-[[noreturn]] void no_backend(backend kind)
-{
-  TAPEFLOW_FAIL(unavailable_error, "the LSTM workload has no " + std::string{to_string(kind)} +
-                                     " path in this build (its GPU path is CUDA-only: cuBLAS)");
 }
 
 /// The sizes alone: every size at least 1, the cuBLAS dimensions (4H, T B, I, H) in an int, every
@@ -101,41 +97,78 @@ void validate(problem const& p, weights<T> const& params, sequence<T> const& seq
 }
 
 template <class T>
+std::unique_ptr<session<T>> open(problem const& p, options const& o)
+{
+  check_problem(p, sizeof(T));
+  // The GPU path is CUDA only: its matrix products run on cuBLAS (no hipBLAS here).
+  return on_backend<gpu_kernels::cuda_only>(
+    o.kind, "the LSTM workload", [&] { return detail::open_cpu<T>(p, o); },
+    [&](auto) { return detail::open_gpu<T>(p, o); });
+}
+
+namespace {
+/// The session's six inputs; an empty h0 or c0 is zeros.
+template <class T>
+std::vector<std::vector<T>> zero_states(problem const& p, sequence<T> const& seq)
+{
+  std::size_t const cells = p.batch * p.hidden;
+  return {seq.h0.empty() ? std::vector<T>(cells, T(0)) : std::vector<T>{},
+          seq.c0.empty() ? std::vector<T>(cells, T(0)) : std::vector<T>{}};
+}
+
+template <class T>
+std::vector<host_array<T>> inputs_of(weights<T> const& params, sequence<T> const& seq,
+                                     std::vector<std::vector<T>> const& zeros)
+{
+  return {params.w, params.u, params.b, seq.x, seq.h0.empty() ? zeros[0] : seq.h0,
+          seq.c0.empty() ? zeros[1] : seq.c0};
+}
+}  // namespace
+
+template <class T>
 gradient_result<T> gradient(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
 {
-  switch (o.kind) {
-    case backend::cpu: return detail::gradient_cpu(p, params, seq, o);
-#if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::gradient_cuda(p, params, seq, o);
-#endif
-    default: no_backend(o.kind);
-  }
+  TAPEFLOW_NVTX_RANGE("tapeflow::lstm::gradient");
+  validate(p, params, seq);
+  reset_device_memory_peak(o.kind);
+  std::unique_ptr<session<T>> const run = open<T>(p, o);
+  std::vector<std::vector<T>> const zeros = zero_states(p, seq);
+  outcome<T> r = gradient_of(*run, inputs_of(params, seq, zeros), o.stream);
+  gradient_result<T> g;
+  g.loss = r.loss;
+  g.gradient = {std::move(r.gradients[0]), std::move(r.gradients[1]), std::move(r.gradients[2])};
+  g.chain = std::move(*r.report.chain);
+  g.peak_device_bytes = r.report.peak_device_bytes;
+  g.staging = r.report.staging;
+  return g;
 }
 
 template <class T>
 chain_stats plan(problem const& p, options const& o)
 {
   check_problem(p, sizeof(T));
-  if (o.kind != backend::cpu && o.kind != backend::cuda) { no_backend(o.kind); }
-  std::size_t const state_bytes = 2 * p.batch * p.hidden * sizeof(T);
-  if (p.lengths.empty()) {
-    return plan_chain(sizeof(record<T>), p.batch * p.hidden, p.steps, state_bytes, chain_options_of(o));
-  }
-  std::vector<std::size_t> records(p.steps);
-  for (std::size_t t = 0; t < p.steps; ++t) { records[t] = active_sequences(p, t) * p.hidden; }
-  return plan_chain(sizeof(record<T>), records, state_bytes, chain_options_of(o));
+  auto const planned = [&] {
+    std::size_t const state_bytes = 2 * p.batch * p.hidden * sizeof(T);
+    if (p.lengths.empty()) {
+      return plan_chain(sizeof(record<T>), p.batch * p.hidden, p.steps, state_bytes, chain_options_of(o));
+    }
+    std::vector<std::size_t> records(p.steps);
+    for (std::size_t t = 0; t < p.steps; ++t) { records[t] = active_sequences(p, t) * p.hidden; }
+    return plan_chain(sizeof(record<T>), records, state_bytes, chain_options_of(o));
+  };
+  return on_backend<gpu_kernels::cuda_only>(o.kind, "the LSTM workload", planned, [&](auto) { return planned(); });
 }
 
 template <class T>
 final_state<T> primal(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
 {
-  switch (o.kind) {
-    case backend::cpu: return detail::primal_cpu(p, params, seq, o);
-#if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::primal_cuda(p, params, seq, o);
-#endif
-    default: no_backend(o.kind);
-  }
+  validate(p, params, seq);
+  std::unique_ptr<session<T>> const run = open<T>(p, o);
+  std::vector<std::vector<T>> const zeros = zero_states(p, seq);
+  run->load(inputs_of(params, seq, zeros), o.stream);
+  run->primal(o.stream);
+  std::vector<std::vector<T>> hc = run->outputs(o.stream);
+  return {std::move(hc[0]), std::move(hc[1])};
 }
 
 template <class T>
@@ -150,6 +183,8 @@ std::size_t layer_bytes(problem const& p, std::size_t t) noexcept
   return active_sequences(p, t) * p.hidden * sizeof(record<T>);
 }
 
+template std::unique_ptr<session<float>> open<float>(problem const&, options const&);
+template std::unique_ptr<session<double>> open<double>(problem const&, options const&);
 template void validate(problem const&, weights<float> const&, sequence<float> const&);
 template void validate(problem const&, weights<double> const&, sequence<double> const&);
 template gradient_result<float> gradient(problem const&, weights<float> const&, sequence<float> const&,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The per-backend entry points of the LSTM workload (cpu.cpp, cuda.cu), dispatched by api.cpp.
+// The LSTM's session on each backend: cpu.cpp, and cuda.cu where this build has CUDA (cuBLAS for
+// the matrix products; there is no hipBLAS here, so no HIP twin).
 #pragma once
 
 #include "lstm.hpp"
@@ -7,17 +8,8 @@
 namespace tapeflow::workloads::lstm::detail {
 
 template <class T>
-gradient_result<T> gradient_cpu(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o);
+std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o);
 template <class T>
-final_state<T> primal_cpu(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o);
-
-#if defined(TAPEFLOW_HAS_CUDA)
-/// The CUDA backend (cuBLAS for the matrix products): cuda.cu. There is no HIP twin.
-template <class T>
-gradient_result<T> gradient_cuda(problem const& p, weights<T> const& params, sequence<T> const& seq,
-                                 options const& o);
-template <class T>
-final_state<T> primal_cuda(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o);
-#endif
+std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o);
 
 }  // namespace tapeflow::workloads::lstm::detail

@@ -157,30 +157,25 @@ struct cpu_step {
   }
 };
 
+/// What the CPU steps share: the staging ring's counters.
+template <class T>
+struct cpu_kit {
+  using step_type = cpu_step<T>;
+  std::shared_ptr<cpu::ring_stats> counters = std::make_shared<cpu::ring_stats>();
+
+  [[nodiscard]] step_type step(problem const& p, step_buffers<T> buf) const { return {p, buf, counters}; }
+  [[nodiscard]] cpu::ring_stats staging() const { return *counters; }
+};
+
 }  // namespace
 
 template <class T>
-gradient_result<T> gradient_cpu(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
+std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
-  auto staging = std::make_shared<cpu::ring_stats>();
-  gradient_result<T> result = run_gradient<T>(
-    [&](step_buffers<T> buf) { return cpu_step<T>{p, buf, staging}; }, p, params, seq, o);
-  result.staging = *staging;
-  return result;
+  return std::make_unique<lstm_session<T, cpu_kit<T>>>(p, o, cpu_kit<T>{});
 }
 
-template <class T>
-final_state<T> primal_cpu(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
-{
-  return run_primal<T>([&](step_buffers<T> buf) { return cpu_step<T>{p, buf, nullptr}; }, p, params, seq, o);
-}
-
-template gradient_result<float> gradient_cpu(problem const&, weights<float> const&, sequence<float> const&,
-                                             options const&);
-template gradient_result<double> gradient_cpu(problem const&, weights<double> const&, sequence<double> const&,
-                                              options const&);
-template final_state<float> primal_cpu(problem const&, weights<float> const&, sequence<float> const&, options const&);
-template final_state<double> primal_cpu(problem const&, weights<double> const&, sequence<double> const&,
-                                        options const&);
+template std::unique_ptr<session<float>> open_cpu(problem const&, options const&);
+template std::unique_ptr<session<double>> open_cpu(problem const&, options const&);
 
 }  // namespace tapeflow::workloads::lstm::detail

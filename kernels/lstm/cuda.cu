@@ -1,35 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
-// The LSTM on CUDA: the workload's entry points over the chain step of cuda_step.cuh, one cuBLAS
-// handle per call.
+// The LSTM's session on CUDA: the chain step of cuda_step.cuh, one cuBLAS handle per session.
 #include "backends.hpp"
 #include "cuda_step.cuh"
 #include "driver.hpp"
 
 namespace tapeflow::workloads::lstm::detail {
+namespace {
+
+/// What the CUDA steps share: the cuBLAS handle (the session owns the kit, so it outlives them).
+template <class T>
+struct cuda_kit {
+  using step_type = cuda_step<T>;
+  device::blas_handle blas;
+  int multiprocessors = query_device_limits(backend::cuda).multiprocessors;
+
+  [[nodiscard]] step_type step(problem const& p, step_buffers<T> buf) const { return {p, buf, &blas, multiprocessors}; }
+  [[nodiscard]] static cpu::ring_stats staging() noexcept { return {}; }
+};
+
+}  // namespace
 
 template <class T>
-gradient_result<T> gradient_cuda(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
+std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o)
 {
-  int const sms = query_device_limits(backend::cuda).multiprocessors;
-  device::blas_handle const blas;
-  return run_gradient<T>([&](step_buffers<T> buf) { return cuda_step<T>{p, buf, &blas, sms}; }, p, params, seq, o);
+  return std::make_unique<lstm_session<T, cuda_kit<T>>>(p, o, cuda_kit<T>{});
 }
 
-template <class T>
-final_state<T> primal_cuda(problem const& p, weights<T> const& params, sequence<T> const& seq, options const& o)
-{
-  int const sms = query_device_limits(backend::cuda).multiprocessors;
-  device::blas_handle const blas;
-  return run_primal<T>([&](step_buffers<T> buf) { return cuda_step<T>{p, buf, &blas, sms}; }, p, params, seq, o);
-}
-
-template gradient_result<float> gradient_cuda(problem const&, weights<float> const&, sequence<float> const&,
-                                              options const&);
-template gradient_result<double> gradient_cuda(problem const&, weights<double> const&, sequence<double> const&,
-                                               options const&);
-template final_state<float> primal_cuda(problem const&, weights<float> const&, sequence<float> const&,
-                                        options const&);
-template final_state<double> primal_cuda(problem const&, weights<double> const&, sequence<double> const&,
-                                         options const&);
+template std::unique_ptr<session<float>> open_gpu(problem const&, options const&);
+template std::unique_ptr<session<double>> open_gpu(problem const&, options const&);
 
 }  // namespace tapeflow::workloads::lstm::detail

@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The backend-independent host side of the LSTM gradient: the buffers a step points at, the input
-// projection W X of every step, the chain's forward over the state (h, c), L = Σ h_T, the seed
-// (g_h, g_c) = (1, 0), the chain's reverse with the parameter gradients accumulated by each step
-// into the chain's parameter adjoint (dW, dU, db one after the other), and the downloads. Each backend supplies its Step (cpu.cpp, cuda_step.cuh).
+// The backend-independent host side of the LSTM gradient, its session: the buffers a step points
+// at, the input projection W X of every step, the chain's forward over the state (h, c), L = Σ h_T,
+// the seed (g_h, g_c) = (1, 0), the chain's reverse with the parameter gradients accumulated by
+// each step into the chain's parameter adjoint (dW, dU, db one after the other), and the downloads.
+// Each backend supplies a Kit: what its steps share (the CUDA kit's cuBLAS handle) and its Step
+// (cpu.cpp, cuda_step.cuh):
+//
+//   using step_type = ...;
+//   step_type step(problem const&, step_buffers<T>) const;   a Step of the chain (tapeflow/step.hpp)
+//                                                            with project_inputs(stream)
 #pragma once
 
 #include "lstm.hpp"
@@ -15,6 +21,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -91,103 +99,137 @@ struct workspace {
 };
 
 
-/// The chain's initial state: h0 then c0 (zeros where the sequence leaves them empty).
-template <class T>
-void upload_state(device_buffer& state, problem const& p, sequence<T> const& seq, stream_view s)
+/// The problem's parts, in the order of the input file and of load(): W, U, b, x, h0, c0.
+[[nodiscard]] inline std::vector<std::size_t> input_sizes(problem const& p)
 {
-  std::size_t const half = p.batch * p.hidden * sizeof(T);
-  state.fill(0, s);
-  if (!seq.h0.empty()) { state.upload(seq.h0.data(), half, s); }
-  if (!seq.c0.empty()) { state.upload(seq.c0.data(), half, s, half); }
+  std::size_t const g = 4 * p.hidden;
+  return {g * p.input, g * p.hidden, g, p.steps * p.batch * p.input, p.batch * p.hidden, p.batch * p.hidden};
 }
 
-/// Σ h over the first B x H values of a downloaded state, in double.
+/// Σ of `count` values, in double.
 template <class T>
-T sum_of(T const* h, std::size_t count) noexcept
+[[nodiscard]] T sum_of(T const* h, std::size_t count) noexcept
 {
   double sum = 0;
   for (std::size_t k = 0; k < count; ++k) { sum += static_cast<double>(h[k]); }
   return static_cast<T>(sum);
 }
 
-/// `make_step(buffers)` builds the backend's Step over the workspace.
-template <class T, class MakeStep>
-gradient_result<T> run_gradient(MakeStep&& make_step, problem const& p, weights<T> const& params,
-                                sequence<T> const& seq, options const& o)
-{
-  TAPEFLOW_NVTX_RANGE("tapeflow::lstm::gradient");
-  validate(p, params, seq);
-  TAPEFLOW_EXPECTS(!o.capture_reverse, "the LSTM's reverse runs cuBLAS, which tapeflow does not capture into a "
-                                       "replayed program; leave capture_reverse off");
-  using step_type = decltype(make_step(std::declval<step_buffers<T>>()));
-  stream_view const s = o.stream;
-  std::size_t const cells = p.batch * p.hidden;
-  std::size_t const state_bytes = 2 * cells * sizeof(T);
-  reset_device_memory_peak(o.kind);
+/// One LSTM problem on a backend: the workspace, the state and its adjoint, the seed, the steps'
+/// kit and the chain (made by the first forward, after the inputs it may time its steps on are
+/// loaded and projected).
+template <class T, class Kit>
+class lstm_session final : public session<T> {
+ public:
+  using step_type = typename Kit::step_type;
 
-  workspace<T> ws(o.kind, p, true, s);
-  ws.upload(params, seq, s);
-  step_type const step = make_step(ws.buffers());
-  // Before the chain: with measure_steps it times steps as it is built, and they read the
-  // projected inputs.
-  step.project_inputs(s);
-  chain<step_type> c(step, p.steps, chain_options_of(o));
-
-  device_buffer state(o.kind, state_bytes, s);
-  upload_state(state, p, seq, s);
-  c.forward(state, s);
-
-  gradient_result<T> result;
-  std::vector<T> final_h(cells);
-  state.download(final_h.data(), cells * sizeof(T), s);
-  result.loss = sum_of(final_h.data(), cells);
-
-  // dL/dh_T = 1, dL/dc_T = 0.
-  std::vector<T> seed(2 * cells, T(0));
-  std::fill(seed.begin(), seed.begin() + static_cast<std::ptrdiff_t>(cells), T(1));
-  device_buffer adjoint(o.kind, state_bytes, s);
-  adjoint.upload(seed.data(), state_bytes, s);
-  c.reverse(adjoint, s);  // zeroes the parameter adjoint, then every step adds its dL/dθ
-
-  result.gradient.w.resize(params.w.size());
-  result.gradient.u.resize(params.u.size());
-  result.gradient.b.resize(params.b.size());
-  std::size_t const w_bytes = params.w.size() * sizeof(T);
-  std::size_t const u_bytes = params.u.size() * sizeof(T);
-  c.parameter_adjoint().download(result.gradient.w.data(), w_bytes, s);
-  c.parameter_adjoint().download(result.gradient.u.data(), u_bytes, s, w_bytes);
-  c.parameter_adjoint().download(result.gradient.b.data(), params.b.size() * sizeof(T), s, w_bytes + u_bytes);
-  result.chain = c.stats();
-  result.peak_device_bytes = device_memory_usage(o.kind).peak_bytes;
-  return result;
-}
-
-/// (h_T, c_T) by T untaped steps of `make_step(buffers)`.
-template <class T, class MakeStep>
-final_state<T> run_primal(MakeStep&& make_step, problem const& p, weights<T> const& params, sequence<T> const& seq,
-                          options const& o)
-{
-  TAPEFLOW_NVTX_RANGE("tapeflow::lstm::primal");
-  validate(p, params, seq);
-  stream_view const s = o.stream;
-  std::size_t const cells = p.batch * p.hidden;
-  workspace<T> ws(o.kind, p, false, s);
-  ws.upload(params, seq, s);
-  auto const step = make_step(ws.buffers());
-  device_buffer a(o.kind, 2 * cells * sizeof(T), s);
-  device_buffer b(o.kind, 2 * cells * sizeof(T), s);
-  upload_state(a, p, seq, s);
-  step.project_inputs(s);
-  for (std::size_t t = 0; t < p.steps; ++t) {
-    step.forward(t, a.data_as<T>(), b.data_as<T>(), s);
-    std::swap(a, b);
+  lstm_session(problem const& p, options const& o, Kit kit)
+    : session<T>(o.kind), p_(p), o_(o), kit_(std::move(kit)), ws_(o.kind, p, true, o.stream),
+      step_(kit_.step(p, ws_.buffers())), state_(o.kind, state_bytes(), o.stream), spare_(o.kind, state_bytes(), o.stream),
+      adjoint_(o.kind, state_bytes(), o.stream), seed_(o.kind, state_bytes(), o.stream)
+  {
+    TAPEFLOW_EXPECTS(!o.capture_reverse, "the LSTM's reverse runs cuBLAS, which tapeflow does not capture into a "
+                                         "replayed program; leave capture_reverse off");
+    // dL/dh_T = 1, dL/dc_T = 0.
+    std::vector<T> seed(2 * cells(), T(0));
+    std::fill(seed.begin(), seed.begin() + static_cast<std::ptrdiff_t>(cells()), T(1));
+    seed_.upload(seed.data(), state_bytes(), o.stream);
+    synchronize(o.kind, o.stream);  // `seed` is pageable host memory, and goes when this returns
   }
-  final_state<T> out;
-  out.h.resize(cells);
-  out.c.resize(cells);
-  a.download(out.h.data(), cells * sizeof(T), s);
-  a.download(out.c.data(), cells * sizeof(T), s, cells * sizeof(T));
-  return out;
-}
+
+  void load(std::vector<host_array<T>> const& inputs, stream_view s) override
+  {
+    std::vector<std::size_t> const sizes = input_sizes(p_);
+    char const* const names[] = {"W", "U", "b", "x", "h0", "c0"};
+    TAPEFLOW_EXPECTS(inputs.size() == sizes.size(),
+                     "the LSTM takes 6 inputs (W, U, b, x, h0, c0), not " + std::to_string(inputs.size()));
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      TAPEFLOW_EXPECTS(inputs[i].size == sizes[i], std::string{names[i]} + " holds " + std::to_string(inputs[i].size) +
+                                                     " values; the problem needs " + std::to_string(sizes[i]));
+    }
+    device_buffer* const to[] = {&ws_.w, &ws_.u, &ws_.b, &ws_.x};
+    for (std::size_t i = 0; i < 4; ++i) { to[i]->upload(inputs[i].data, sizes[i] * sizeof(T), s); }
+    state_.upload(inputs[4].data, cells() * sizeof(T), s);
+    state_.upload(inputs[5].data, cells() * sizeof(T), s, cells() * sizeof(T));
+  }
+
+  void primal(stream_view s) override
+  {
+    TAPEFLOW_NVTX_RANGE("tapeflow::lstm::primal");
+    step_.project_inputs(s);
+    for (std::size_t t = 0; t < p_.steps; ++t) {
+      step_.forward(t, state_.template data_as<T>(), spare_.template data_as<T>(), s);
+      std::swap(state_, spare_);
+    }
+  }
+
+  void forward(stream_view s) override
+  {
+    TAPEFLOW_NVTX_RANGE("tapeflow::lstm::forward");
+    step_.project_inputs(s);
+    if (!chain_) { chain_.emplace(step_, p_.steps, chain_options_of(o_)); }
+    chain_->forward(state_, s);
+    adjoint_.copy_from(seed_, s);
+  }
+
+  T loss(stream_view s) override
+  {
+    std::vector<T> h(cells());
+    state_.download(h.data(), cells() * sizeof(T), s);
+    return sum_of(h.data(), cells());
+  }
+
+  void reverse(stream_view s) override
+  {
+    TAPEFLOW_EXPECTS(chain_, "reverse() needs a completed forward() whose tape was not reversed yet");
+    chain_->reverse(adjoint_, s);  // zeroes the parameter adjoint, then every step adds its dL/dθ
+  }
+
+  std::vector<std::vector<T>> gradients(stream_view s) override
+  {
+    std::vector<std::size_t> const sizes = input_sizes(p_);
+    std::vector<std::vector<T>> g;
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < 3; ++i) {  // dL/dW, dL/dU, dL/db
+      g.emplace_back(sizes[i]);
+      chain_->parameter_adjoint().download(g.back().data(), sizes[i] * sizeof(T), s, at);
+      at += sizes[i] * sizeof(T);
+    }
+    return g;
+  }
+
+  std::vector<std::vector<T>> outputs(stream_view s) override
+  {
+    std::vector<std::vector<T>> hc(2, std::vector<T>(cells()));
+    state_.download(hc[0].data(), cells() * sizeof(T), s);
+    state_.download(hc[1].data(), cells() * sizeof(T), s, cells() * sizeof(T));
+    return hc;
+  }
+
+  tape_report report() const override
+  {
+    tape_report r;
+    if (chain_) {
+      r.chain = chain_->stats();
+      r.tape_bytes = chain_->stats().tape_bytes;
+    }
+    r.peak_device_bytes = device_memory_usage(this->kind()).peak_bytes;
+    r.peak_host_bytes = host_memory_usage(this->kind()).peak_bytes;
+    r.staging = kit_.staging();
+    return r;
+  }
+
+ private:
+  [[nodiscard]] std::size_t cells() const noexcept { return p_.batch * p_.hidden; }
+  [[nodiscard]] std::size_t state_bytes() const noexcept { return 2 * cells() * sizeof(T); }
+
+  problem p_;
+  options o_;
+  Kit kit_;  // before the step, which points into it
+  workspace<T> ws_;
+  step_type step_;
+  device_buffer state_, spare_, adjoint_, seed_;
+  std::optional<chain<step_type>> chain_;
+};
 
 }  // namespace tapeflow::workloads::lstm::detail

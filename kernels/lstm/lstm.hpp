@@ -5,7 +5,8 @@
 // tapeflow's kernels). See docs/workloads/lstm.md.
 #pragma once
 
-#include <workload_common/run_options.hpp>
+#include <tapeflow/workloads/common/run_options.hpp>
+#include <tapeflow/workloads/common/session.hpp>
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/chain.hpp>
@@ -17,6 +18,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace tapeflow::workloads::lstm {
@@ -79,6 +81,12 @@ struct final_state {
 /// have the sizes the problem says.
 template <class T>
 void validate(problem const& p, weights<T> const& params, sequence<T> const& seq);
+
+/// A session of this problem on `o.kind`: its inputs are W, U, b, x, h0 and c0 (h0 and c0 B x H
+/// each), its gradients dL/dW, dL/dU and dL/db, its loss Σ h_T. Throws what validate() throws for
+/// the problem, logic_error for capture_reverse, unavailable_error on HIP.
+template <class T>
+[[nodiscard]] std::unique_ptr<session<T>> open(problem const& p, options const& o);
 
 /// L = Σ h_T (each sequence's h after its last step) and dL/d(W, U, b). The CUDA backend runs
 /// the matrix products on cuBLAS in full fp32/fp64 (no TF32); there is no HIP path

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "rk4.hpp"
 #include "backends.hpp"
+#include "driver.hpp"
 
 #include <tapeflow/error.hpp>
+#include <tapeflow/memory.hpp>
+#include <tapeflow/nvtx.hpp>
 
 #include <cmath>
 #include <string>
@@ -60,57 +63,50 @@ thread_tape_options arena_options(problem const& p, options const& o)
   return a;
 }
 
-namespace {
-[[noreturn]] void no_backend(backend kind)
+constexpr char const* workload = "the RK4 workload";
+
+template <class T>
+std::unique_ptr<session<T>> open(problem const& p, options const& o)
 {
-  TAPEFLOW_FAIL(unavailable_error,
-                "the RK4 workload has no " + std::string{to_string(kind)} + " kernels in this build");
+  validate(p, 6 * p.particles, p.particles);
+  return on_backend(
+    o.kind, workload, [&] { return detail::open_cpu<T>(p, o); }, [&](auto) { return detail::open_gpu<T>(p, o); });
 }
-}  // namespace
 
 template <class T>
 gradient_result<T> gradient(problem const& p, std::vector<T> const& state0, std::vector<T> const& budgets,
                             options const& o)
 {
-  switch (o.kind) {
-    case backend::cpu: return detail::gradient_cpu(p, state0, budgets, o);
-#if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::gradient_gpu(p, state0, budgets, o);
-#elif defined(TAPEFLOW_HAS_HIP)
-    case backend::hip: return detail::gradient_gpu(p, state0, budgets, o);
-#endif
-    default: no_backend(o.kind);
-  }
+  TAPEFLOW_NVTX_RANGE("tapeflow::rk4::gradient");
+  reset_device_memory_peak(o.kind);
+  std::unique_ptr<session<T>> const run = open<T>(p, o);
+  outcome<T> r = gradient_of(*run, {state0, budgets}, o.stream);
+  gradient_result<T> g;
+  g.loss = r.loss;
+  g.gradient = std::move(r.gradients.front());
+  g.steps = dynamic_cast<detail::counts_steps const&>(*run).steps();
+  if (r.report.arena) { g.arena = *r.report.arena; }
+  g.tape_bytes = r.report.tape_bytes;
+  g.peak_device_bytes = r.report.peak_device_bytes;
+  return g;
 }
 
 template <class T>
 primal_result<T> primal(problem const& p, std::vector<T> const& state0, std::vector<T> const& budgets,
                         options const& o)
 {
-  switch (o.kind) {
-    case backend::cpu: return detail::primal_cpu(p, state0, budgets, o);
-#if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::primal_gpu(p, state0, budgets, o);
-#elif defined(TAPEFLOW_HAS_HIP)
-    case backend::hip: return detail::primal_gpu(p, state0, budgets, o);
-#endif
-    default: no_backend(o.kind);
-  }
+  return on_backend(
+    o.kind, workload, [&] { return detail::primal_cpu(p, state0, budgets, o); },
+    [&](auto) { return detail::primal_gpu(p, state0, budgets, o); });
 }
 
 template <class T>
 std::vector<T> budgets_for_steps(problem const& p, std::vector<T> const& state0,
                                  std::vector<std::uint32_t> const& targets, options const& o)
 {
-  switch (o.kind) {
-    case backend::cpu: return detail::budgets_cpu(p, state0, targets, o);
-#if defined(TAPEFLOW_HAS_CUDA)
-    case backend::cuda: return detail::budgets_gpu(p, state0, targets, o);
-#elif defined(TAPEFLOW_HAS_HIP)
-    case backend::hip: return detail::budgets_gpu(p, state0, targets, o);
-#endif
-    default: no_backend(o.kind);
-  }
+  return on_backend(
+    o.kind, workload, [&] { return detail::budgets_cpu(p, state0, targets, o); },
+    [&](auto) { return detail::budgets_gpu(p, state0, targets, o); });
 }
 
 template <class T>
@@ -124,6 +120,8 @@ T loss(std::vector<T> const& final_state)
 template params<float> params_of<float>(problem const&);
 template params<double> params_of<double>(problem const&);
 template params<long double> params_of<long double>(problem const&);
+template std::unique_ptr<session<float>> open<float>(problem const&, options const&);
+template std::unique_ptr<session<double>> open<double>(problem const&, options const&);
 template gradient_result<float> gradient(problem const&, std::vector<float> const&, std::vector<float> const&,
                                          options const&);
 template gradient_result<double> gradient(problem const&, std::vector<double> const&, std::vector<double> const&,

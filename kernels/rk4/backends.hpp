@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The per-backend entry points of the RK4 workload (cpu.cpp, cuda.cu), dispatched by api.cpp.
+// The RK4 workload on each backend (cpu.cpp, cuda.cu), dispatched by api.cpp: its session, the
+// untaped primal with its trip counts, the budgets for given trip counts.
 #pragma once
 
 #include "rk4.hpp"
@@ -7,8 +8,7 @@
 namespace tapeflow::workloads::rk4::detail {
 
 template <class T>
-gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& state0, std::vector<T> const& budgets,
-                                options const& o);
+std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o);
 template <class T>
 primal_result<T> primal_cpu(problem const& p, std::vector<T> const& state0, std::vector<T> const& budgets,
                             options const& o);
@@ -16,17 +16,14 @@ template <class T>
 std::vector<T> budgets_cpu(problem const& p, std::vector<T> const& state0, std::vector<std::uint32_t> const& targets,
                            options const& o);
 
-#if defined(TAPEFLOW_HAS_CUDA) || defined(TAPEFLOW_HAS_HIP)
-/// The GPU backend of this build (CUDA or HIP): cuda.cu, compiled for one or the other.
+// The GPU backend of this build (CUDA or HIP): cuda.cu, compiled for one or the other.
 template <class T>
-gradient_result<T> gradient_gpu(problem const& p, std::vector<T> const& state0, std::vector<T> const& budgets,
-                                options const& o);
+std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o);
 template <class T>
 primal_result<T> primal_gpu(problem const& p, std::vector<T> const& state0, std::vector<T> const& budgets,
                             options const& o);
 template <class T>
 std::vector<T> budgets_gpu(problem const& p, std::vector<T> const& state0, std::vector<std::uint32_t> const& targets,
                            options const& o);
-#endif
 
 }  // namespace tapeflow::workloads::rk4::detail

@@ -56,10 +56,9 @@ struct cpu_kernels {
 }  // namespace
 
 template <class T>
-gradient_result<T> gradient_cpu(problem const& p, std::vector<T> const& state0, std::vector<T> const& budgets,
-                                options const& o)
+std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
-  return run_gradient<T>(cpu_kernels<T>{p.particles}, p, state0, budgets, o);
+  return std::make_unique<rk4_session<T, cpu_kernels<T>>>(cpu_kernels<T>{p.particles}, p, o);
 }
 
 template <class T>
@@ -76,10 +75,8 @@ std::vector<T> budgets_cpu(problem const& p, std::vector<T> const& state0, std::
   return run_budgets<T>(cpu_kernels<T>{p.particles}, p, state0, targets, o);
 }
 
-template gradient_result<float> gradient_cpu(problem const&, std::vector<float> const&, std::vector<float> const&,
-                                             options const&);
-template gradient_result<double> gradient_cpu(problem const&, std::vector<double> const&, std::vector<double> const&,
-                                              options const&);
+template std::unique_ptr<session<float>> open_cpu(problem const&, options const&);
+template std::unique_ptr<session<double>> open_cpu(problem const&, options const&);
 template primal_result<float> primal_cpu(problem const&, std::vector<float> const&, std::vector<float> const&,
                                          options const&);
 template primal_result<double> primal_cpu(problem const&, std::vector<double> const&, std::vector<double> const&,

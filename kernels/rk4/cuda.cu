@@ -8,10 +8,9 @@
 namespace tapeflow::workloads::rk4::detail {
 
 template <class T>
-gradient_result<T> gradient_gpu(problem const& p, std::vector<T> const& state0, std::vector<T> const& budgets,
-                                options const& o)
+std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o)
 {
-  return run_gradient<T>(gpu_kernels<T>{p.particles}, p, state0, budgets, o);
+  return std::make_unique<rk4_session<T, gpu_kernels<T>>>(gpu_kernels<T>{p.particles}, p, o);
 }
 
 template <class T>
@@ -28,10 +27,8 @@ std::vector<T> budgets_gpu(problem const& p, std::vector<T> const& state0, std::
   return run_budgets<T>(gpu_kernels<T>{p.particles}, p, state0, targets, o);
 }
 
-template gradient_result<float> gradient_gpu(problem const&, std::vector<float> const&, std::vector<float> const&,
-                                             options const&);
-template gradient_result<double> gradient_gpu(problem const&, std::vector<double> const&, std::vector<double> const&,
-                                              options const&);
+template std::unique_ptr<session<float>> open_gpu(problem const&, options const&);
+template std::unique_ptr<session<double>> open_gpu(problem const&, options const&);
 template primal_result<float> primal_gpu(problem const&, std::vector<float> const&, std::vector<float> const&,
                                          options const&);
 template primal_result<double> primal_gpu(problem const&, std::vector<double> const&, std::vector<double> const&,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The backend-independent host side of the RK4 gradient: the particle buffers, the tape (arena or
-// global stack), the forward, the seed dL/dy_end = y_end, the reverse. Each backend supplies its
-// Kernels (cpu.cpp: plain loops; cuda_step.cuh: launches), all calling the regions of math.hpp:
+// global stack), the forward, the seed dL/dy_end = y_end, the reverse, as the engine a session
+// runs. Each backend supplies its Kernels (cpu.cpp: plain loops; cuda_step.cuh: launches), all
+// calling the regions of math.hpp:
 //
 //   segment(thread_tape_writer<step_record<T>>, state<T>* y, T* arc, T const* budget, params, stream)
 //   chunk_reverse(thread_tape_reader<step_record<T>>, state<T>* g, params, stream)
@@ -18,6 +19,7 @@
 #include <tapeflow/nvtx.hpp>
 #include <tapeflow/thread_tape.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -48,10 +50,10 @@ class engine {
     }
   }
 
-  void upload(std::vector<T> const& state0, std::vector<T> const& budgets)
+  void upload(host_array<T> state0, host_array<T> budgets)
   {
-    y0_.upload(state0.data(), y0_.size(), o_.stream);
-    budget_.upload(budgets.data(), budget_.size(), o_.stream);
+    y0_.upload(state0.data, y0_.size(), o_.stream);
+    budget_.upload(budgets.data, budget_.size(), o_.stream);
   }
 
   /// The initial state again (untimed set-up of a run).
@@ -130,48 +132,107 @@ class engine {
 };
 
 template <class T>
-void validate_inputs(problem const& p, std::vector<T> const& state0, std::vector<T> const& budgets)
+void validate_inputs(problem const& p, host_array<T> state0, host_array<T> budgets)
 {
-  validate(p, state0.size(), budgets.size());
-  for (std::size_t i = 0; i < budgets.size(); ++i) {
-    TAPEFLOW_EXPECTS(std::isfinite(static_cast<double>(budgets[i])) && budgets[i] >= T(0),
+  validate(p, state0.size, budgets.size);
+  for (std::size_t i = 0; i < budgets.size; ++i) {
+    TAPEFLOW_EXPECTS(std::isfinite(static_cast<double>(budgets.data[i])) && budgets.data[i] >= T(0),
                      "the arc-length budget of particle " + std::to_string(i) + " is not a finite value >= 0");
   }
-  for (std::size_t i = 0; i < state0.size(); ++i) {
-    TAPEFLOW_EXPECTS(std::isfinite(static_cast<double>(state0[i])),
+  for (std::size_t i = 0; i < state0.size; ++i) {
+    TAPEFLOW_EXPECTS(std::isfinite(static_cast<double>(state0.data[i])),
                      "the initial state of particle " + std::to_string(i / 6) + " is not finite");
   }
 }
 
+/// What an RK4 session tells besides a session's results: each particle's trip count in its last
+/// forward.
+class counts_steps {
+ public:
+  virtual ~counts_steps() = default;
+  [[nodiscard]] virtual std::vector<std::uint32_t> steps() const = 0;
+};
+
+/// One RK4 problem on a backend: the engine (particles, tape), the primal's trip counts.
 template <class T, class Kernels>
-gradient_result<T> run_gradient(Kernels kernels, problem const& p, std::vector<T> const& state0,
-                                std::vector<T> const& budgets, options const& o)
-{
-  TAPEFLOW_NVTX_RANGE("tapeflow::rk4::gradient");
-  validate_inputs(p, state0, budgets);
-  reset_device_memory_peak(o.kind);
-  engine<T, Kernels> e(std::move(kernels), p, o);
-  e.upload(state0, budgets);
-  e.reset();
-  e.forward();
-  if (o.progress) { o.progress(chain_phase::forward, 1, 1); }
-  e.reverse();
-  if (o.progress) { o.progress(chain_phase::reverse, 1, 1); }
-  gradient_result<T> r;
-  r.loss = loss(e.final_state());
-  r.gradient = e.gradient();
-  r.steps = e.steps();
-  r.arena = e.arena_stats();
-  r.tape_bytes = e.tape_bytes();
-  r.peak_device_bytes = device_memory_usage(o.kind).peak_bytes;
-  return r;
-}
+class rk4_session final : public session<T>, public counts_steps {
+ public:
+  rk4_session(Kernels kernels, problem const& p, options const& o)
+    : session<T>(o.kind), p_(p), o_(o), engine_(std::move(kernels), p, o),
+      steps_(o.kind, p.particles * sizeof(std::uint32_t), o.stream)
+  {
+  }
+
+  void load(std::vector<host_array<T>> const& inputs, stream_view) override
+  {
+    TAPEFLOW_EXPECTS(inputs.size() == 2, "RK4 takes 2 inputs (the particles' states and their budgets), not " +
+                                           std::to_string(inputs.size()));
+    validate_inputs(p_, inputs[0], inputs[1]);
+    engine_.upload(inputs[0], inputs[1]);
+  }
+
+  void primal(stream_view) override
+  {
+    engine_.reset();
+    engine_.primal(steps_);
+  }
+
+  void forward(stream_view) override
+  {
+    engine_.reset();
+    engine_.forward();
+    pending_ = true;
+    if (o_.progress) { o_.progress(chain_phase::forward, 1, 1); }
+  }
+
+  T loss(stream_view) override { return rk4::loss(engine_.final_state()); }
+
+  void reverse(stream_view) override
+  {
+    TAPEFLOW_EXPECTS(pending_, "reverse() needs a completed forward() whose tape was not reversed yet");
+    pending_ = false;
+    engine_.reverse();
+    if (o_.progress) { o_.progress(chain_phase::reverse, 1, 1); }
+  }
+
+  std::vector<std::vector<T>> gradients(stream_view) override { return {engine_.gradient()}; }
+
+  std::vector<std::vector<T>> outputs(stream_view) override { return {engine_.final_state()}; }
+
+  tape_report report() const override
+  {
+    tape_report r;
+    if (o_.tape == method::arena) { r.arena = engine_.arena_stats(); }
+    r.tape_bytes = engine_.tape_bytes();
+    r.peak_device_bytes = device_memory_usage(this->kind()).peak_bytes;
+    r.peak_host_bytes = host_memory_usage(this->kind()).peak_bytes;
+    std::vector<std::uint32_t> const steps = engine_.steps();
+    double total = 0;
+    std::uint32_t most = 0;
+    for (std::uint32_t n : steps) {
+      total += n;
+      most = std::max(most, n);
+    }
+    r.facts = {{"mean_steps", total / static_cast<double>(std::max<std::size_t>(1, steps.size()))},
+               {"most_steps", static_cast<double>(most)}};
+    return r;
+  }
+
+  [[nodiscard]] std::vector<std::uint32_t> steps() const override { return engine_.steps(); }
+
+ private:
+  problem p_;
+  options o_;
+  engine<T, Kernels> engine_;
+  device_buffer steps_;
+  bool pending_{false};
+};
 
 template <class T, class Kernels>
 primal_result<T> run_primal(Kernels kernels, problem const& p, std::vector<T> const& state0,
                             std::vector<T> const& budgets, options const& o)
 {
-  validate_inputs(p, state0, budgets);
+  validate_inputs<T>(p, state0, budgets);
   stream_view const s = o.stream;
   params<T> const k = params_of<T>(p);
   device_buffer y(o.kind, p.particles * sizeof(state<T>), s);

@@ -6,16 +6,16 @@
 // per-thread global stack as the baseline). See docs/workloads/rk4.md.
 #pragma once
 
-#include "math.hpp"
+#include <tapeflow/workloads/rk4/math.hpp>
 
-#include <tapeflow/backend.hpp>
-#include <tapeflow/chain.hpp>
-#include <tapeflow/stream.hpp>
+#include <tapeflow/workloads/common/run_options.hpp>
+#include <tapeflow/workloads/common/session.hpp>
+
 #include <tapeflow/thread_tape.hpp>
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <vector>
 
 namespace tapeflow::workloads::rk4 {
@@ -45,18 +45,15 @@ enum class method {
   global_stack,  ///< baseline: one contiguous stack of max_steps records per thread
 };
 
-struct options {
-  backend kind{backend::cpu};
+/// Where RK4 runs (base_options; `progress` is called once after the forward and once after the
+/// reverse are queued, (forward, 1, 1) and (reverse, 1, 1): a forward's segment count is known only
+/// when it ends) and how it tapes.
+struct options : base_options {
   method tape{method::arena};
   std::size_t chunk_steps{32};          ///< arena: steps per chunk
   std::size_t device_budget_bytes{0};   ///< arena: device bytes of chunk slots; 0: no limit
   std::size_t host_budget_bytes{0};     ///< arena: pinned bytes of pushed-out chunks; 0: no limit
   std::size_t prefetch_distance{2};     ///< arena: chunks prefetched ahead of the reverse
-  bool poison{false};                   ///< fill every tape buffer with NaN before it is written
-  stream_view stream{};
-  /// gradient(): called once the forward (forward, 1, 1) and once the reverse (reverse, 1, 1) are
-  /// queued (a forward's segment count is known only when it ends).
-  std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
 };
 
 template <class T>
@@ -83,6 +80,12 @@ void validate(problem const& p, std::size_t state_values, std::size_t budget_val
 /// The potential and step parameters of a problem in precision T.
 template <class T>
 [[nodiscard]] params<T> params_of(problem const& p);
+
+/// A session of this problem on `o.kind`: its inputs are the particles' states (6 values each, x
+/// then v) and their arc-length budgets, its gradient dL/d(x0, v0). Throws logic_error for a bad
+/// problem, unavailable_error for a backend without kernels.
+template <class T>
+[[nodiscard]] std::unique_ptr<session<T>> open(problem const& p, options const& o);
 
 /// dL/d(x0, v0) and L. `state0`: 6 values per particle (x then v); `budgets`: one arc length per
 /// particle (finite, >= 0).

@@ -3,6 +3,7 @@
 #include "tape_bound.hpp"
 
 #include <tapeflow/error.hpp>
+#include <tapeflow/workloads/common/session.hpp>
 
 #include <string>
 
@@ -36,8 +37,8 @@ bool supported(variant v, backend kind)
   }
 }
 
-std::vector<float> gradient(std::vector<float> const& u, std::vector<float> const& g_out, variant v, backend kind,
-                            pipeline_request pipeline)
+namespace {
+void check(std::vector<float> const& u, std::vector<float> const& g_out, variant v, backend kind)
 {
   TAPEFLOW_EXPECTS(!u.empty(), "the tape-bound problem needs at least one region");
   TAPEFLOW_EXPECTS(g_out.size() == u.size(), "g_out holds " + std::to_string(g_out.size()) + " values, u holds " +
@@ -46,10 +47,28 @@ std::vector<float> gradient(std::vector<float> const& u, std::vector<float> cons
     TAPEFLOW_FAIL(unavailable_error, "the " + std::string{to_string(v)} + " reverse does not run on " +
                                        std::string{tapeflow::to_string(kind)} + " in this build or on this device");
   }
-#if defined(TAPEFLOW_HAS_CUDA) || defined(TAPEFLOW_HAS_HIP)
-  if (kind != backend::cpu) { return detail::gradient_gpu(u, g_out, v, pipeline); }
-#endif
-  return detail::gradient_cpu(u, g_out, v, pipeline);
+}
+}  // namespace
+
+std::vector<float> gradient(std::vector<float> const& u, std::vector<float> const& g_out, variant v, backend kind,
+                            pipeline_request pipeline)
+{
+  check(u, g_out, v, kind);
+  return on_backend(
+    kind, "the tape-bound microbenchmark", [&] { return detail::gradient_cpu(u, g_out, v, pipeline); },
+    [&](auto) { return detail::gradient_gpu(u, g_out, v, pipeline); });
+}
+
+sweep_timing benchmark(std::vector<float> const& u, std::vector<float> const& g_out, variant v, backend kind,
+                       int warmup, int repeats, pipeline_request pipeline)
+{
+  check(u, g_out, v, kind);
+  TAPEFLOW_EXPECTS(repeats >= 1 && warmup >= 0, "a benchmark needs repeats >= 1 and warmup >= 0");
+  auto no_cpu = []() -> sweep_timing {
+    TAPEFLOW_FAIL(unavailable_error, "the tape-bound benchmark times GPU kernels; the CPU backend has none");
+  };
+  return on_backend(kind, "the tape-bound microbenchmark", no_cpu,
+                    [&](auto) { return detail::benchmark_gpu(u, g_out, v, warmup, repeats, pipeline); });
 }
 
 }  // namespace tapeflow::workloads::tape_bound

@@ -5,7 +5,7 @@
 // device-to-device copy bandwidth.
 #pragma once
 
-#include "math.hpp"
+#include <tapeflow/workloads/tape_bound/math.hpp>
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/plan.hpp>
@@ -34,10 +34,24 @@ inline constexpr variant all_variants[] = {variant::naive_soa, variant::aos_dire
 /// Whether `v` runs on `kind` in this build (bulk needs an sm_90 CUDA device).
 [[nodiscard]] bool supported(variant v, backend kind);
 
+/// The timed sweep of one variant: medians of the augmented forward and of the reverse.
+struct sweep_timing {
+  double forward_ms{0};
+  double reverse_ms{0};
+  std::size_t tape_bytes{0};  ///< tape the forward writes (0: the reverse recomputes)
+  pipeline_plan plan{};       ///< the reverse's staging
+};
+
 /// g_in = dL/du for g_out = dL/du' through the augmented forward and the reverse of `v` on `kind`.
 /// Throws logic_error when u and g_out differ in length or are empty, unavailable_error when `v`
 /// does not run on `kind`.
 [[nodiscard]] std::vector<float> gradient(std::vector<float> const& u, std::vector<float> const& g_out, variant v,
                                           backend kind, pipeline_request pipeline = {});
+
+/// Times the augmented forward and the reverse of `v` on a GPU `kind` (event-timed medians of
+/// `repeats` runs after `warmup`). Throws what gradient() throws, unavailable_error on the CPU
+/// backend, and logic_error unless repeats >= 1 and warmup >= 0.
+[[nodiscard]] sweep_timing benchmark(std::vector<float> const& u, std::vector<float> const& g_out, variant v,
+                                     backend kind, int warmup, int repeats, pipeline_request pipeline = {});
 
 }  // namespace tapeflow::workloads::tape_bound

@@ -3,8 +3,8 @@
 // clang + Enzyme + tapeflow's cache pass); the tests around them are compiled as usual.
 #pragma once
 
-#include <enzyme_example/math.hpp>
-#include <allen_cahn/math.hpp>
+#include <tapeflow/workloads/enzyme_example/math.hpp>
+#include <tapeflow/workloads/allen_cahn/math.hpp>
 #include <tapeflow/enzyme_cache.hpp>
 
 #include <cstddef>

@@ -6,7 +6,7 @@
 #include "enzyme_functions.hpp"
 #include "../reference.hpp"
 
-#include <allen_cahn/allen_cahn.hpp>
+#include <tapeflow/workloads/allen_cahn.hpp>
 #include <tapeflow/chain.hpp>
 #include <tapeflow/cpu/tile_ring.hpp>
 #include <tapeflow/enzyme.hpp>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "json.hpp"
+#include <tapeflow/workloads/common/json.hpp>
 
 #include <cmath>
 #include <cstdio>

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// What every chain workload's entry points take besides their problem: how and where the chain
-// runs. Each workload's `options` derives from it and adds its own knobs.
+// What every workload's entry points take besides their problem: where they run and what they
+// report (base_options), and for the workloads built on a chain, how the chain runs (run_options).
+// Each workload's `options` derives from one of them and adds its own knobs.
 #pragma once
 
 #include <tapeflow/backend.hpp>
@@ -16,31 +17,37 @@
 
 namespace tapeflow::workloads {
 
-struct run_options {
+/// What every workload takes: where it runs and what it reports while it does.
+struct base_options {
   backend kind{backend::cpu};
+  /// Stream the work is ordered on (the backend's default stream when default-constructed).
+  /// Entry points that return host vectors wait for it before returning.
+  stream_view stream{};
+  /// Fill every buffer the workload's kernels write with NaN bytes first (tests: every element is
+  /// written where it should be).
+  bool poison{false};
+  /// Called as the gradient advances: (phase, steps done, steps in all).
+  std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
+};
+
+/// A chain workload's options: base_options and how its chain runs (chain_options).
+struct run_options : base_options {
   tape_policy policy{tape_policy::automatic};
   std::size_t budget_bytes{0};       ///< device bytes the tape may hold; 0: no limit
   std::size_t host_budget_bytes{0};  ///< pinned host bytes the host tier may hold; 0: no limit
   bandwidths bw{};                   ///< copy bandwidths for the planner; zeros: measured
   bool host_tier_on_cpu{false};      ///< let auto use host memory on the CPU backend (chain_options)
   pipeline_request pipeline{};       ///< tile/stage/thread overrides of the staged reverse
-  /// Stream the work is ordered on (the backend's default stream when default-constructed).
-  /// Entry points that return host vectors wait for it before returning.
-  stream_view stream{};
-  bool measure_time{true};
+  bool measure_time{true};           ///< record forward, reverse, stall and recompute times
   /// Keep the tape resident and replay the reverse as one captured program (store policy only).
   bool capture_reverse{false};
-  /// Fill every buffer the chain writes with NaN before it is written (tests: every element is
-  /// written exactly where it should be).
-  bool poison{false};
   /// Measured step costs for the planner, and whether the chain measures its step before planning
   /// a tape that does not fit (chain_options::step_costs, measure_steps).
   std::vector<step_cost> step_costs{};
   bool measure_steps{false};
-  std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
 };
 
-/// The chain's share of the options.
+/// The chain's share of a chain workload's options.
 [[nodiscard]] inline chain_options chain_options_of(run_options const& o)
 {
   chain_options c;

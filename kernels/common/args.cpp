@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "args.hpp"
+#include <tapeflow/workloads/common/args.hpp>
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 namespace tapeflow::cli {
@@ -96,6 +99,55 @@ std::string describe_flags(std::vector<flag_spec> const& specs)
     out += left + spec.help + (spec.required ? " (required)" : "") + "\n";
   }
   return out;
+}
+
+std::size_t count_of(parsed_args const& args, std::string const& name, std::size_t lo, std::size_t hi,
+                     std::size_t fallback)
+{
+  std::size_t const value = args.size(name, fallback);
+  if (value < lo || value > hi) {
+    throw usage_error("--" + name + " must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " +
+                      std::to_string(value));
+  }
+  return value;
+}
+
+std::optional<double> finite_number(std::string const& text)
+{
+  char* end = nullptr;
+  double const value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) { return std::nullopt; }
+  return value;
+}
+
+double real_of(parsed_args const& args, std::string const& name, double fallback)
+{
+  if (!args.has(name)) { return fallback; }
+  std::string const text = args.text(name);
+  std::optional<double> const value = finite_number(text);
+  if (!value) { throw usage_error("option '--" + name + "' needs a finite number, got '" + text + "'"); }
+  return *value;
+}
+
+std::string exact(double value)
+{
+  char text[32];
+  std::snprintf(text, sizeof text, "%.17g", value);
+  return text;
+}
+
+std::uint64_t seed_of(parsed_args const& args) { return args.size("seed", 1); }
+
+std::vector<std::string> comma_items(std::string const& text)
+{
+  std::vector<std::string> items;
+  std::size_t at = 0;
+  for (;;) {
+    std::size_t const comma = text.find(',', at);
+    items.push_back(text.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) { return items; }
+    at = comma + 1;
+  }
 }
 
 }  // namespace tapeflow::cli

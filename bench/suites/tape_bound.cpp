@@ -5,8 +5,8 @@
 // recompute-only, against the same-run device-to-device copy bandwidth.
 #include "../harness.hpp"
 
-#include <tape_bound/cuda_step.cuh>
 #include <tapeflow/memory.hpp>
+#include <tapeflow/workloads/tape_bound.hpp>
 
 #include <random>
 #include <string>
@@ -20,8 +20,6 @@ namespace tb = tapeflow::workloads::tape_bound;
 void run_tape_bound(bench::context& ctx)
 {
   std::size_t const n = ctx.size("tape-bound.regions", std::size_t{1} << 25, std::size_t{1} << 20);
-  std::size_t const bytes = n * sizeof(float);
-  std::size_t const tape_bytes = n * sizeof(tb::record);
   std::vector<float> u(n), g_out(n);
   std::mt19937_64 rng(20261124);
   std::uniform_real_distribution<float> dist(-1.5F, 1.5F);
@@ -29,15 +27,6 @@ void run_tape_bound(bench::context& ctx)
     u[i] = dist(rng);
     g_out[i] = dist(rng);
   }
-  device_buffer du(ctx.kind(), bytes, {});
-  device_buffer dg_out(ctx.kind(), bytes, {});
-  device_buffer dg_in(ctx.kind(), bytes, {});
-  device_buffer tape(ctx.kind(), tape_bytes, {});
-  du.upload(u.data(), bytes, {});
-  dg_out.upload(g_out.data(), bytes, {});
-  tb::detail::buffers const b{du.data_as<float>(), tape.data_as<tb::record>(), tape.data_as<float>(),
-                              dg_out.data_as<float>(), dg_in.data_as<float>(), n};
-  int const sms = ctx.device().multiprocessors;
   std::string const size = std::to_string(n) + " regions x " + std::to_string(sizeof(tb::record)) + " B";
   double const d2d = ctx.d2d_GBps();
 
@@ -46,30 +35,21 @@ void run_tape_bound(bench::context& ctx)
       std::printf("%-28s not on this device\n", std::string{tb::to_string(v)}.c_str());
       continue;
     }
-    pipeline_plan const plan = tb::detail::plan_for(v, n, ctx.device(), {});
-    bench::timing const forward = ctx.measure([&](bench::stopwatch& sw) {
-      sw.start();
-      tb::detail::launch_forward(v, b, sms, {});
-      sw.lap();
-    });
-    bench::timing const reverse = ctx.measure([&](bench::stopwatch& sw) {
-      sw.start();
-      tb::detail::launch_reverse(v, b, plan, sms, {});
-      sw.lap();
-    });
-    bool const taped = v != tb::variant::recompute;
+    reset_device_memory_peak(ctx.kind());
+    tb::sweep_timing const t = tb::benchmark(u, g_out, v, ctx.kind(), ctx.warmup(), ctx.repeats());
     // Bytes the reverse sweep must move: the tape (or u, recomputing), g_out read, g_in written.
-    double const moved = static_cast<double>(taped ? tape_bytes : bytes) + 2.0 * static_cast<double>(bytes);
+    double const moved = static_cast<double>(t.tape_bytes == 0 ? n * sizeof(float) : t.tape_bytes) +
+                         2.0 * static_cast<double>(n * sizeof(float));
     bench::row r{"tape-bound", std::string{tb::to_string(v)}, size};
-    r.forward_ms = forward.total_ms;
-    r.reverse_ms = reverse.total_ms;
-    r.grad_ms = forward.total_ms + reverse.total_ms;
-    r.tape_bytes = taped ? tape_bytes : 0;
+    r.forward_ms = t.forward_ms;
+    r.reverse_ms = t.reverse_ms;
+    r.grad_ms = t.forward_ms + t.reverse_ms;
+    r.tape_bytes = t.tape_bytes;
     r.peak_device_bytes = device_memory_usage(ctx.kind()).peak_bytes;
-    r.achieved_GBps = moved / (reverse.total_ms * 1e6);
+    r.achieved_GBps = moved / (t.reverse_ms * 1e6);
     r.extra.add("fraction_of_d2d", r.achieved_GBps / d2d);
     if (v == tb::variant::staged || v == tb::variant::register_db || v == tb::variant::bulk) {
-      r.extra.add("plan", plan.describe());
+      r.extra.add("plan", t.plan.describe());
     }
     ctx.add(std::move(r));
   }

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "describe.hpp"
+
+#include <cstdio>
+#include <numeric>
+#include <stdexcept>
+
+namespace tapeflow::workloads {
+
+std::size_t bench_sizes::size(std::string const& key, std::size_t full, std::size_t quick_value) const
+{
+  auto const it = overrides_.find(key);
+  if (it == overrides_.end()) { return quick_ ? quick_value : full; }
+  std::size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(it->second, &used);
+  } catch (std::exception const&) {
+    used = 0;
+  }
+  TAPEFLOW_EXPECTS(used == it->second.size() && !it->second.empty() && it->second[0] != '-',
+                   "--set " + key + "=" + it->second + ": not a non-negative integer");
+  return static_cast<std::size_t>(value);
+}
+
+std::string bench_sizes::text(std::string const& key, std::string const& fallback) const
+{
+  auto const it = overrides_.find(key);
+  return it == overrides_.end() ? fallback : it->second;
+}
+
+bool bench_sizes::overrides(std::vector<std::string> const& keys) const
+{
+  for (std::string const& key : keys) {
+    if (overrides_.count(key) != 0) { return true; }
+  }
+  return false;
+}
+
+namespace detail {
+
+std::string field_text(std::size_t value) { return std::to_string(value); }
+std::string field_text(int value) { return std::to_string(value); }
+std::string field_text(double value) { return cli::exact(value); }
+std::string field_text(std::vector<std::size_t> const& values)
+{
+  std::string text;
+  for (std::size_t v : values) { text += (text.empty() ? "" : ",") + std::to_string(v); }
+  return text;
+}
+
+std::string shown_text(double value)
+{
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+void read_field(cli::parsed_args const& args, field_info const& f, std::size_t& to)
+{
+  to = cli::count_of(args, f.flag, f.lo, f.hi, to);
+}
+
+void read_field(cli::parsed_args const& args, field_info const& f, int& to)
+{
+  to = static_cast<int>(cli::count_of(args, f.flag, f.lo, f.hi, static_cast<std::size_t>(to)));
+}
+
+void read_field(cli::parsed_args const& args, field_info const& f, double& to) { to = cli::real_of(args, f.flag, to); }
+
+void read_field(cli::parsed_args const& args, field_info const& f, std::vector<std::size_t>& to)
+{
+  if (!args.has(f.flag)) { return; }
+  to.clear();
+  for (std::string const& item : cli::comma_items(args.text(f.flag))) { to.push_back(cli::parse_size(f.flag, item, false)); }
+}
+
+}  // namespace detail
+
+std::size_t total_values(std::vector<array_spec> const& parts) noexcept
+{
+  return std::accumulate(parts.begin(), parts.end(), std::size_t{0},
+                         [](std::size_t sum, array_spec const& p) { return sum + p.values; });
+}
+
+}  // namespace tapeflow::workloads

@@ -3,19 +3,18 @@
 // the compute of the other layers (D2H behind the forward, H2D ahead of the reverse); a recompute
 // layer costs the untaped forward steps that rebuild it. The planner keeps what fits on the
 // device, and places the rest where the estimated overhead is lowest.
+//
+// One file, a little over 400 lines: plan_tiers and the four placements it chooses among (the
+// host split, Revolve, greedy eviction, the mixed schedule) share the request's summary and the
+// cost helpers, and are read together; the schedule a placement runs is in src/schedule/.
 #include <tapeflow/error.hpp>
-#include <tapeflow/memory.hpp>
 #include <tapeflow/nvtx.hpp>
 #include <tapeflow/revolve.hpp>
-#include <tapeflow/stream.hpp>
 #include <tapeflow/tiers.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdio>
-#include <mutex>
-#include <numeric>
 #include <optional>
 
 namespace tapeflow {
@@ -166,8 +165,7 @@ std::optional<tier_plan> revolve_plan(tier_request const& r, summary const& s)
   plan.recompute_steps = revolve_forward_steps(n, snapshots);
   plan.device_bytes = s.largest + snapshots * r.state_bytes;
   // Over store: the untaped steps, and every snapshot's store and restore, each a copy of the
-  // state on the device (the H100 measured 60.6 ms over store at 100 steps and 99 snapshots, where
-  // the untaped steps alone were estimated at 27.2 ms).
+  // state on the device (docs/tiers.md, "The planner's cost model").
   std::size_t const copies = count_state_copies(revolve_schedule(n, snapshots));
   plan.overhead_ms = static_cast<double>(plan.recompute_steps) * s.forward_ms / static_cast<double>(n) +
                      static_cast<double>(copies) * copy_ms(r.state_bytes, r.bw.d2d_GBps);
@@ -419,44 +417,6 @@ std::vector<schedule_action> chain_actions(tier_plan const& plan, std::size_t st
   std::vector<level> where(steps, level::device);
   for (std::size_t t = 0; t < steps; ++t) { where[t] = plan.tiers[t] == tier::host ? level::host : level::device; }
   return kept_actions(where, false);
-}
-
-bandwidths measure_bandwidths(backend kind, std::size_t bytes)
-{
-  TAPEFLOW_NVTX_RANGE("tapeflow::measure_bandwidths");
-  static std::mutex mutex;
-  static std::array<std::optional<bandwidths>, 3> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto& cached = cache[static_cast<std::size_t>(kind)];
-  if (cached) { return *cached; }
-
-  stream copies(kind);
-  stream_view const s = copies.view();
-  device_buffer a(kind, bytes, s);
-  device_buffer b(kind, bytes, s);
-  pinned_buffer h(kind, bytes);
-  a.fill(1, s);
-  event start(kind);
-  event stop(kind);
-  auto const median_gbps = [&](auto&& copy) {
-    std::array<double, 5> ms{};
-    copy();  // warm-up
-    for (double& m : ms) {
-      start.record(s);
-      copy();
-      stop.record(s);
-      m = std::max(1e-6, static_cast<double>(elapsed_ms(start, stop)));
-    }
-    std::sort(ms.begin(), ms.end());
-    return static_cast<double>(bytes) / (ms[2] * 1e6);
-  };
-  bandwidths bw;
-  bw.h2d_GBps = median_gbps([&] { copy_to_device_async(a, h, bytes, s); });
-  bw.d2h_GBps = median_gbps([&] { copy_to_host_async(h, a, bytes, s); });
-  bw.d2d_GBps = median_gbps([&] { b.copy_from(a, s); });
-  copies.synchronize();
-  cached = bw;
-  return bw;
 }
 
 }  // namespace tapeflow

@@ -212,7 +212,7 @@ std::vector<range const*> children_named(range const& parent, std::string const&
 /// plan_chain (plan_pipeline, plan_tiers), chain::forward and chain::reverse.
 std::pair<range const*, range const*> expect_gradient_frame(std::vector<range> const& roots)
 {
-  EXPECT_EQ(names(roots), std::vector<std::string>{"tapeflow::allen_cahn::gradient"});
+  EXPECT_EQ(names(roots), std::vector<std::string>{"tapeflow::workloads::gradient"});
   if (roots.size() != 1 || roots[0].children.size() != 3) {
     ADD_FAILURE() << "no gradient frame";
     return {nullptr, nullptr};
@@ -437,7 +437,7 @@ TEST(Nvtx, PrimalIsOneRangeWithoutATape)
   std::vector<double> const u = ac::primal(ac::problem{8, 4}, initial_state<double>(8), store_on_cpu());
   EXPECT_EQ(u.size(), 64u);
   std::vector<range> const roots = forest(recorded(rec), rec.thread(), "tapeflow");
-  ASSERT_EQ(names(roots), std::vector<std::string>{"tapeflow::allen_cahn::primal"});
+  ASSERT_EQ(names(roots), std::vector<std::string>{"tapeflow::workloads::primal"});
   EXPECT_TRUE(roots[0].children.empty());
   expect_all_registered(roots);
 }

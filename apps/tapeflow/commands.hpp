@@ -53,14 +53,10 @@ class commands {
     return o;
   }
 
-  /// The inputs' parts and sizes, for the messages of init and of a wrong-sized input file.
+  /// The problem and its inputs' parts, for the message of a wrong-sized input file.
   static std::string layout_of(problem const& p, std::string const& dtype)
   {
-    std::string parts;
-    for (workloads::array_spec const& a : D::inputs(p)) {
-      parts += (parts.empty() ? "" : ", ") + a.name + " (" + std::to_string(a.values) + ")";
-    }
-    return described::sizes(p) + ": " + parts + " " + dtype + " values";
+    return described::sizes(p) + ": " + parts_of(D::inputs(p), dtype);
   }
 
   static int init(parsed_args const& args)
@@ -72,7 +68,7 @@ class commands {
       write_values(out, D::template random_inputs<decltype(t)>(p, seed_of(args)));
       return 0;
     });
-    std::printf("wrote %s: %s (seed %llu)\n", out.c_str(), layout_of(p, dtype).c_str(),
+    std::printf("wrote %s: %s (seed %llu)\n", out.c_str(), parts_of(D::inputs(p), dtype).c_str(),
                 static_cast<unsigned long long>(seed_of(args)));
     return 0;
   }

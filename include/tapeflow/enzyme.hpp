@@ -38,8 +38,8 @@ using chunk = value_record<std::uint32_t, 4>;
 
 /// Thread `i`'s slot (slot_bytes(tape_bytes) bytes) in a writing layer, for Enzyme to write its
 /// `tape_bytes` into. The slot's padding past them is zeroed here: slots are staged and copied in
-/// whole chunks, and bytes nothing wrote would go through every copy (compute-sanitizer's
-/// initcheck counts each one).
+/// whole chunks, and bytes nothing wrote would go through every copy ("What the GPU found" in
+/// docs/gpu-validation.md).
 [[nodiscard]] TAPEFLOW_HOST_DEVICE inline void* slot(tape_writer<chunk> layer, std::size_t tape_bytes,
                                                      std::size_t i) noexcept
 {

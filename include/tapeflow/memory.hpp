@@ -15,8 +15,7 @@ namespace tapeflow {
 /// from that point of its stream on: allocate it on the stream that uses it first, or order that
 /// stream after the allocation (an event recorded after it), as with cudaMallocAsync. The stream
 /// has no default: `{}` is the legacy default stream, which tapeflow's streams (non-blocking) do
-/// not wait for (compute-sanitizer's initcheck caught a test allocating there and writing on
-/// another stream).
+/// not wait for ("What the GPU found" in docs/gpu-validation.md).
 class device_buffer {
  public:
   device_buffer() noexcept = default;

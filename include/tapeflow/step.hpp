@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The Step contract of tapeflow::chain, checked once, up front: a Step that misses a member or
 // declares one with the wrong signature stops the compilation with one message per member,
-// naming the member and the signature the chain calls — not with errors from inside chain.hpp.
+// naming the member and the signature the chain calls — not with errors from inside the chain.
 //
 // A Step provides:
 //   using value_type  = ...;   // element of the state
@@ -255,6 +255,21 @@ struct report_step_contract {
   static_assert(c::bulk_check, "tapeflow: Step::bulk_copy_runs, where declared, must be `bool bulk_copy_runs() const` "
                                "(whether its reverse kernel's loaded code runs the sm_90 bulk-copy pipeline)");
 };
+
+/// Step `t`'s reverse: the one that adds the step's dL/dθ to `parameter_adjoint` where the Step
+/// declares parameters, the plain one otherwise (`parameter_adjoint` unused).
+template <class Step>
+void reverse_step(Step const& step, std::size_t t, tape_reader<typename Step::record_type> tape,
+                  pipeline_plan const& plan, typename Step::value_type const* adjoint_out,
+                  typename Step::value_type* adjoint_in, typename Step::value_type* parameter_adjoint, stream_view s)
+{
+  if constexpr (has_parameters_v<Step>) {
+    step.reverse(t, tape, plan, adjoint_out, adjoint_in, parameter_adjoint, s);
+  } else {
+    static_cast<void>(parameter_adjoint);
+    step.reverse(t, tape, plan, adjoint_out, adjoint_in, s);
+  }
+}
 }  // namespace detail
 
 }  // namespace tapeflow

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <tapeflow/backend.hpp>       // backends, device limits
-#include <tapeflow/chain.hpp>         // chain<Step>, chain_options, chain_stats, plan_chain
+#include <tapeflow/bandwidth.hpp>     // bandwidths, measure_bandwidths
+#include <tapeflow/chain.hpp>         // chain<Step>, plan_chain
+#include <tapeflow/chain_options.hpp> // chain_options, chain_stats
 #include <tapeflow/config.hpp>        // version, TAPEFLOW_HOST_DEVICE
 #include <tapeflow/cpu/reverse.hpp>   // cpu::reverse_tiles, cpu::reverse_windows
 #include <tapeflow/cpu/tape_store.hpp>   // cpu::store_to_tape (streaming stores)
@@ -32,4 +34,5 @@
 #include <tapeflow/stream.hpp>        // stream_view, stream, event
 #include <tapeflow/tape.hpp>          // tape, layer, tape_writer, tape_reader
 #include <tapeflow/thread_tape.hpp>   // the per-thread tape arena
-#include <tapeflow/tiers.hpp>         // plan_tiers, tiers, bandwidths
+#include <tapeflow/tiers.hpp>         // plan_tiers, tiers
+#include <tapeflow/timing.hpp>        // median, median_ms and its timers, lap_timer

@@ -10,7 +10,7 @@
 //              unequal size and cost).
 #pragma once
 
-#include <tapeflow/backend.hpp>
+#include <tapeflow/bandwidth.hpp>
 #include <tapeflow/policy.hpp>
 #include <tapeflow/schedule.hpp>
 
@@ -24,17 +24,6 @@ namespace tapeflow {
 enum class tier { device, host, recompute };
 
 [[nodiscard]] std::string_view to_string(tier t) noexcept;
-
-/// Copy bandwidths of a machine, in GB/s (1e9 bytes per second).
-struct bandwidths {
-  double h2d_GBps{0};
-  double d2h_GBps{0};
-  double d2d_GBps{0};  ///< bytes copied per second (a copy reads and writes them)
-};
-
-/// Measures the backend's copy bandwidths with `bytes`-sized event-timed copies (median of 5
-/// after a warm-up). Cached per backend after the first call.
-[[nodiscard]] bandwidths measure_bandwidths(backend kind, std::size_t bytes = std::size_t{64} << 20);
 
 /// What the planner knows of one layer.
 struct layer_info {

@@ -33,6 +33,12 @@ struct options : run_options {
 template <class T>
 using gradient_result = state_gradient<T>;
 
+// gradient(problem, x0, options): dL/dx_0 and L; primal(problem, x0, options): x_T without a tape;
+// loss(x): 0.5 * sum(x^2) (tapeflow/workloads/common/state_gradient.hpp).
+using workloads::gradient;
+using workloads::loss;
+using workloads::primal;
+
 /// Throws logic_error unless n >= 1, steps >= 1, n*n does not overflow and `values` == n*n.
 void validate(problem const& p, std::size_t values);
 
@@ -41,22 +47,10 @@ void validate(problem const& p, std::size_t values);
 template <class T>
 [[nodiscard]] std::unique_ptr<session<T>> open(problem const& p, options const& o);
 
-/// dL/du_0 and L for the initial state `u0` (n*n values, row-major).
-template <class T>
-[[nodiscard]] gradient_result<T> gradient(problem const& p, std::vector<T> const& u0, options const& o);
-
 /// What gradient() will do for this problem and these options (policy, tape size, tiling),
 /// without running it. Throws what gradient() would throw for a bad configuration.
 template <class T>
 [[nodiscard]] chain_stats plan(problem const& p, options const& o);
-
-/// u_T for the initial state `u0`, without a tape.
-template <class T>
-[[nodiscard]] std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const& o);
-
-/// L = 0.5 * sum(u^2), accumulated in double.
-template <class T>
-[[nodiscard]] T loss(std::vector<T> const& u);
 
 /// Small noise around zero, uniform in [-0.9, 0.9): the classic spinodal-decomposition start, the
 /// initial state the CLI's init, the benchmarks and the tests draw.

@@ -31,33 +31,11 @@ std::unique_ptr<session<T>> open(problem const& p, options const& o)
 }
 
 template <class T>
-gradient_result<T> gradient(problem const& p, std::vector<T> const& u0, options const& o)
-{
-  TAPEFLOW_NVTX_RANGE("tapeflow::allen_cahn::gradient");
-  validate(p, u0.size());
-  return workloads::detail::state_gradient_of<T>([&] { return open<T>(p, o); }, u0, o.kind, o.stream);
-}
-
-template <class T>
 chain_stats plan(problem const& p, options const& o)
 {
   validate(p, p.n * p.n);
   return plan_chain(sizeof(record<T>), records_for<T>(p.n * p.n), p.steps, p.n * p.n * sizeof(T),
                     chain_options_of(o));
-}
-
-template <class T>
-std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const& o)
-{
-  TAPEFLOW_NVTX_RANGE("tapeflow::allen_cahn::primal");
-  validate(p, u0.size());
-  return workloads::detail::state_primal_of<T>([&] { return open<T>(p, o); }, u0, o.stream);
-}
-
-template <class T>
-T loss(std::vector<T> const& u)
-{
-  return half_sum_of_squares(u.data(), u.size());
 }
 
 template <class T>
@@ -72,10 +50,7 @@ std::vector<T> random_state(std::size_t n, std::uint64_t seed)
 
 #define TAPEFLOW_INSTANTIATE(T)                                                                    \
   template std::unique_ptr<session<T>> open<T>(problem const&, options const&);                   \
-  template gradient_result<T> gradient(problem const&, std::vector<T> const&, options const&);    \
   template chain_stats plan<T>(problem const&, options const&);                                    \
-  template std::vector<T> primal(problem const&, std::vector<T> const&, options const&);          \
-  template T loss(std::vector<T> const&);                                                          \
   template std::vector<T> random_state<T>(std::size_t, std::uint64_t);
 TAPEFLOW_INSTANTIATE(float)
 TAPEFLOW_INSTANTIATE(double)

@@ -38,11 +38,11 @@ struct description {
   }
   static void read_options(cli::parsed_args const& args, options& o)
   {
-    std::string const tape = args.text("tape", "values");
-    if (tape != "values" && tape != "partials") {
-      throw cli::usage_error("--tape must be values or partials, got '" + tape + "'");
+    std::string const taped = args.text("tape", "values");
+    if (taped != "values" && taped != "partials") {
+      throw cli::usage_error("--tape must be values or partials, got '" + taped + "'");
     }
-    o.content = tape == "values" ? tape_content::values : tape_content::partials;
+    o.content = taped == "values" ? tape_content::values : tape_content::partials;
   }
   static std::string size_key(problem const& p, std::string const& dtype)
   {

@@ -49,14 +49,6 @@ std::unique_ptr<session<T>> open(problem const& p, options const& o)
 }
 
 template <class T>
-gradient_result<T> gradient(problem const& p, std::vector<T> const& u0, options const& o)
-{
-  TAPEFLOW_NVTX_RANGE("tapeflow::burgers::gradient");
-  validate(p, u0.size());
-  return workloads::detail::state_gradient_of<T>([&] { return open<T>(p, o); }, u0, o.kind, o.stream);
-}
-
-template <class T>
 chain_stats plan(problem const& p, options const& o)
 {
   validate(p, p.n);
@@ -64,20 +56,6 @@ chain_stats plan(problem const& p, options const& o)
   chain_options c = chain_options_of(o);
   c.pipeline.halo_records = std::max(c.pipeline.halo_records, halo_records);  // as the chain does for the step
   return plan_chain(sizeof(record<T>), records_for<T>(p.n), p.steps, p.n * sizeof(T), c);
-}
-
-template <class T>
-std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const& o)
-{
-  TAPEFLOW_NVTX_RANGE("tapeflow::burgers::primal");
-  validate(p, u0.size());
-  return workloads::detail::state_primal_of<T>([&] { return open<T>(p, o); }, u0, o.stream);
-}
-
-template <class T>
-T loss(std::vector<T> const& u)
-{
-  return half_sum_of_squares(u.data(), u.size());
 }
 
 template <class T>
@@ -105,14 +83,8 @@ std::vector<T> random_state(problem const& p, std::uint64_t seed)
 
 template std::unique_ptr<session<float>> open<float>(problem const&, options const&);
 template std::unique_ptr<session<double>> open<double>(problem const&, options const&);
-template gradient_result<float> gradient(problem const&, std::vector<float> const&, options const&);
-template gradient_result<double> gradient(problem const&, std::vector<double> const&, options const&);
 template chain_stats plan<float>(problem const&, options const&);
 template chain_stats plan<double>(problem const&, options const&);
-template std::vector<float> primal(problem const&, std::vector<float> const&, options const&);
-template std::vector<double> primal(problem const&, std::vector<double> const&, options const&);
-template float loss(std::vector<float> const&);
-template double loss(std::vector<double> const&);
 template std::vector<float> random_state(problem const&, std::uint64_t);
 template std::vector<double> random_state(problem const&, std::uint64_t);
 

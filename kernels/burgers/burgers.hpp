@@ -34,6 +34,12 @@ struct options : run_options {};
 template <class T>
 using gradient_result = state_gradient<T>;
 
+// gradient(problem, x0, options): dL/dx_0 and L; primal(problem, x0, options): x_T without a tape;
+// loss(x): 0.5 * sum(x^2) (tapeflow/workloads/common/state_gradient.hpp).
+using workloads::gradient;
+using workloads::loss;
+using workloads::primal;
+
 /// Throws logic_error unless n >= 1, steps >= 1, a is finite, 0 < b <= 1/2 and `values` == n.
 void validate(problem const& p, std::size_t values);
 
@@ -42,21 +48,9 @@ void validate(problem const& p, std::size_t values);
 template <class T>
 [[nodiscard]] std::unique_ptr<session<T>> open(problem const& p, options const& o);
 
-/// dL/du_0 and L for the initial state `u0` (n values).
-template <class T>
-[[nodiscard]] gradient_result<T> gradient(problem const& p, std::vector<T> const& u0, options const& o);
-
 /// What gradient() will do (policy, tape size, tiling and halo), without running it.
 template <class T>
 [[nodiscard]] chain_stats plan(problem const& p, options const& o);
-
-/// u_T without a tape.
-template <class T>
-[[nodiscard]] std::vector<T> primal(problem const& p, std::vector<T> const& u0, options const& o);
-
-/// L = 0.5 * sum(u^2), accumulated in double.
-template <class T>
-[[nodiscard]] T loss(std::vector<T> const& u);
 
 /// A smooth random start: u_j = sum of 4 sines of random phase and amplitude 0.1 to 0.5.
 template <class T>

@@ -9,6 +9,7 @@
 #include <tapeflow/chain.hpp>
 #include <tapeflow/cpu/tile_ring.hpp>
 #include <tapeflow/memory.hpp>
+#include <tapeflow/nvtx.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -36,16 +37,27 @@ template <class T>
   return static_cast<T>(0.5 * sum);
 }
 
-namespace detail {
+/// Where a workload's `open<T>(problem, options)` is found: in the workload's namespace, by
+/// argument-dependent lookup from the entry points below. (C++17 reads `open<T>(...)` as a call of
+/// a template only where some template of that name is declared: this one, which nothing calls.)
+template <class T>
+void open() = delete;
 
-/// dL/dx_0 and L of `x0` through the session `open()` returns, the device's peak counted from
-/// before it opens.
-template <class T, class Open>
-[[nodiscard]] state_gradient<T> state_gradient_of(Open&& open, std::vector<T> const& x0, backend kind, stream_view s)
+// The entry points of the chain workloads whose input is their initial state x_0 and whose loss is
+// L = 0.5 * sum(x_T^2) (Allen–Cahn, LBM, Burgers), over the workload's validate(problem, values)
+// and open<T>(problem, options); each names them in its namespace (`using workloads::gradient;`).
+
+/// dL/dx_0 and L for the initial state `x0` (laid out as the problem's state); the peak device
+/// bytes are counted from the start of the call. Throws what the workload's validate() and open()
+/// throw.
+template <class T, class Problem, class Options>
+[[nodiscard]] state_gradient<T> gradient(Problem const& p, std::vector<T> const& x0, Options const& o)
 {
-  reset_device_memory_peak(kind);
-  std::unique_ptr<session<T>> const run = open();
-  outcome<T> r = gradient_of(*run, {x0}, s);
+  TAPEFLOW_NVTX_RANGE("tapeflow::workloads::gradient");
+  validate(p, x0.size());
+  reset_device_memory_peak(o.kind);
+  std::unique_ptr<session<T>> const run = open<T>(p, o);
+  outcome<T> r = gradient_of(*run, {x0}, o.stream);
   state_gradient<T> g;
   g.loss = r.loss;
   g.gradient = std::move(r.gradients.front());
@@ -55,15 +67,22 @@ template <class T, class Open>
   return g;
 }
 
-/// x_T of `x0` without a tape, through the session `open()` returns.
-template <class T, class Open>
-[[nodiscard]] std::vector<T> state_primal_of(Open&& open, std::vector<T> const& x0, stream_view s)
+/// x_T for the initial state `x0`, without a tape. Throws what gradient() throws.
+template <class T, class Problem, class Options>
+[[nodiscard]] std::vector<T> primal(Problem const& p, std::vector<T> const& x0, Options const& o)
 {
-  std::unique_ptr<session<T>> const run = open();
-  run->load({x0}, s);
-  run->primal(s);
-  return std::move(run->outputs(s).front());
+  TAPEFLOW_NVTX_RANGE("tapeflow::workloads::primal");
+  validate(p, x0.size());
+  std::unique_ptr<session<T>> const run = open<T>(p, o);
+  run->load({x0}, o.stream);
+  run->primal(o.stream);
+  return std::move(run->outputs(o.stream).front());
 }
 
-}  // namespace detail
+/// L = 0.5 * sum(x^2) of a state, accumulated in double.
+template <class T>
+[[nodiscard]] T loss(std::vector<T> const& x) noexcept
+{
+  return half_sum_of_squares(x.data(), x.size());
+}
 }  // namespace tapeflow::workloads

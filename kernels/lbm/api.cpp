@@ -37,33 +37,11 @@ std::unique_ptr<session<T>> open(problem const& p, options const& o)
 }
 
 template <class T>
-gradient_result<T> gradient(problem const& p, std::vector<T> const& f0, options const& o)
-{
-  TAPEFLOW_NVTX_RANGE("tapeflow::lbm::gradient");
-  validate(p, f0.size());
-  return workloads::detail::state_gradient_of<T>([&] { return open<T>(p, o); }, f0, o.kind, o.stream);
-}
-
-template <class T>
 chain_stats plan(problem const& p, options const& o)
 {
   validate(p, p.values());
   return plan_chain(sizeof(record<T>), records_per_layer<T>(p.cells()), p.steps, p.values() * sizeof(T),
                     chain_options_of(o));
-}
-
-template <class T>
-std::vector<T> primal(problem const& p, std::vector<T> const& f0, options const& o)
-{
-  TAPEFLOW_NVTX_RANGE("tapeflow::lbm::primal");
-  validate(p, f0.size());
-  return workloads::detail::state_primal_of<T>([&] { return open<T>(p, o); }, f0, o.stream);
-}
-
-template <class T>
-T loss(std::vector<T> const& f)
-{
-  return half_sum_of_squares(f.data(), f.size());
 }
 
 template <class T>
@@ -90,14 +68,8 @@ std::vector<T> random_state(problem const& p, std::uint64_t seed)
 
 template std::unique_ptr<session<float>> open<float>(problem const&, options const&);
 template std::unique_ptr<session<double>> open<double>(problem const&, options const&);
-template gradient_result<float> gradient(problem const&, std::vector<float> const&, options const&);
-template gradient_result<double> gradient(problem const&, std::vector<double> const&, options const&);
-template std::vector<float> primal(problem const&, std::vector<float> const&, options const&);
-template std::vector<double> primal(problem const&, std::vector<double> const&, options const&);
 template chain_stats plan<float>(problem const&, options const&);
 template chain_stats plan<double>(problem const&, options const&);
-template float loss(std::vector<float> const&);
-template double loss(std::vector<double> const&);
 template std::vector<float> random_state<float>(problem const&, std::uint64_t);
 template std::vector<double> random_state<double>(problem const&, std::uint64_t);
 

@@ -33,6 +33,12 @@ struct options : run_options {};
 template <class T>
 using gradient_result = state_gradient<T>;
 
+// gradient(problem, x0, options): dL/dx_0 and L; primal(problem, x0, options): x_T without a tape;
+// loss(x): 0.5 * sum(x^2) (tapeflow/workloads/common/state_gradient.hpp).
+using workloads::gradient;
+using workloads::loss;
+using workloads::primal;
+
 /// Throws logic_error unless nx, ny, steps >= 1, tau > 0.5 (finite), 9*nx*ny does not overflow
 /// and `values` == 9*nx*ny.
 void validate(problem const& p, std::size_t values);
@@ -43,22 +49,10 @@ void validate(problem const& p, std::size_t values);
 template <class T>
 [[nodiscard]] std::unique_ptr<session<T>> open(problem const& p, options const& o);
 
-/// dL/df_0 and L for the initial state `f0` (9 planes of nx*ny values).
-template <class T>
-[[nodiscard]] gradient_result<T> gradient(problem const& p, std::vector<T> const& f0, options const& o);
-
 /// What gradient() will do for this problem and these options (policy, tape size, tiling),
 /// without running it.
 template <class T>
 [[nodiscard]] chain_stats plan(problem const& p, options const& o);
-
-/// f_T for the initial state `f0`, without a tape.
-template <class T>
-[[nodiscard]] std::vector<T> primal(problem const& p, std::vector<T> const& f0, options const& o);
-
-/// L = 0.5 * sum(f^2), accumulated in double.
-template <class T>
-[[nodiscard]] T loss(std::vector<T> const& f);
 
 /// A random near-equilibrium state, the distribution every test, benchmark and peer uses:
 /// per cell rho = 1 + 0.1 r, u = 0.05 (r', r'') (so |u| < 0.071), and

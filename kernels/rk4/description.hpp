@@ -52,11 +52,11 @@ struct description {
   }
   static void read_options(cli::parsed_args const& args, options& o)
   {
-    std::string const tape = args.text("tape", "arena");
-    if (tape != "arena" && tape != "global-stack") {
-      throw cli::usage_error("--tape must be arena or global-stack, got '" + tape + "'");
+    std::string const taped = args.text("tape", "arena");
+    if (taped != "arena" && taped != "global-stack") {
+      throw cli::usage_error("--tape must be arena or global-stack, got '" + taped + "'");
     }
-    o.tape = tape == "arena" ? method::arena : method::global_stack;
+    o.tape = taped == "arena" ? method::arena : method::global_stack;
     o.chunk_steps = cli::count_of(args, "chunk-steps", 1, std::size_t{1} << 20, o.chunk_steps);
     o.device_budget_bytes = args.size("budget", 0, true);
     o.host_budget_bytes = args.size("host-budget", 0, true);

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+// tapeflow/backend.hpp's functions, and the lookup of each backend's table (backend_ops.hpp).
 #include "backend/backend_ops.hpp"
 
 #include <tapeflow/error.hpp>
@@ -115,7 +116,5 @@ std::vector<device_limits> list_devices()
   }
   return devices;
 }
-
-void synchronize(backend kind, stream_view stream) { detail::ops(kind).synchronize(stream); }
 
 }  // namespace tapeflow

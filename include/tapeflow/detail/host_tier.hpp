@@ -8,10 +8,10 @@
 // Layers. A layer kept on the host is written into a free slot (round robin, so K slots form a
 // ring: the compute stream waits only for the D2H copy of the layer written K layers earlier);
 // once the compute stream has written it, the D2H stream copies it into pinned memory and frees
-// the slot. Layers come back in the order the schedule reverses them: the chain asks for each
-// prefetch ahead of its read (up to `distance` layers ahead, chain.hpp), and the H2D stream copies
-// it into a free slot once its pinned copy has landed and the slot's last user is done, so it
-// lands while the compute stream runs the steps in between. The host never waits except on the
+// the slot. Layers come back in the order the schedule reverses them: the chain's executor asks
+// for each prefetch ahead of its read (up to `distance` layers ahead, chain_executor.hpp), and the
+// H2D stream copies it into a free slot once its pinned copy has landed and the slot's last user
+// is done, so it lands while the compute stream runs the steps in between. The host never waits except on the
 // CPU backend, whose default stream runs inline.
 //
 // Checkpoints are copied to and from pinned memory on the compute stream.

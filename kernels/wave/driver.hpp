@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+// The backend-independent host side of the wave gradient, its session: m and the observed data on
+// the backend, the chain's state (u_{t-1}, u_t, L_t) from rest, the seed dL/dL_T = 1, the chain's
+// reverse with dL/dm accumulated by every step into the chain's parameter adjoint. Each backend
+// supplies its Step (cpu.cpp, cuda.cu), made from the geometry and the two input buffers.
+#pragma once
+
+#include "wave.hpp"
+
+#include <tapeflow/chain.hpp>
+#include <tapeflow/error.hpp>
+#include <tapeflow/memory.hpp>
+#include <tapeflow/nvtx.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tapeflow::workloads::wave::detail {
+
+/// Values of the chain's state: u_{t-1} and u_t of every cell, then L_t.
+[[nodiscard]] inline std::size_t state_values(problem const& p) noexcept { return 2 * p.cells() + 1; }
+
+/// Throws logic_error unless every m is finite, positive and stable for the time step.
+template <class T>
+void check_model(problem const& p, host_array<T> m)
+{
+  T least = m.size > 0 ? m.data[0] : T(0);
+  for (std::size_t i = 0; i < m.size; ++i) {
+    TAPEFLOW_EXPECTS(std::isfinite(static_cast<double>(m.data[i])) && m.data[i] > T(0),
+                     "m (the squared slowness) of cell " + std::to_string(i) + " is not a finite positive value");
+    least = std::min(least, m.data[i]);
+  }
+  double const dims = p.nz > 1 ? 3.0 : 2.0;
+  double const limit = p.h * std::sqrt(static_cast<double>(least) / dims);
+  TAPEFLOW_EXPECTS(p.dt <= limit, "the time step dt = " + std::to_string(p.dt) +
+                                    " is unstable for this model: its fastest cell (m = " +
+                                    std::to_string(static_cast<double>(least)) + ") needs dt <= " +
+                                    std::to_string(limit));
+}
+
+/// One wave problem on a backend. The backend's Step has the members `geometry<T> g`, `T const* m`
+/// and `T const* d`, which the session points at its grid and its buffers.
+template <class T, class Step>
+class wave_session final : public session<T> {
+ public:
+  /// `step`: the backend's Step but for g, m and d; `staging`: the ring counters a CPU step adds its
+  /// tiles to (null on a GPU).
+  wave_session(problem const& p, options const& o, Step step, std::shared_ptr<cpu::ring_stats const> staging)
+    : session<T>(o.kind), p_(p), o_(o), staging_(std::move(staging)), m_(o.kind, p.cells() * sizeof(T), o.stream),
+      d_(o.kind, p.steps * p.receivers() * sizeof(T), o.stream), step_(std::move(step)),
+      state_(o.kind, bytes(), o.stream), spare_(o.kind, bytes(), o.stream), adjoint_(o.kind, bytes(), o.stream),
+      seed_(o.kind, bytes(), o.stream)
+  {
+    step_.g = geometry_of<T>(p);
+    step_.m = m_.template data_as<T>();
+    step_.d = d_.template data_as<T>();
+    std::vector<T> seed(state_values(p), T(0));
+    seed.back() = T(1);  // dL/dL_T = 1; the fields' adjoints start at zero
+    seed_.upload(seed.data(), bytes(), o.stream);
+    synchronize(o.kind, o.stream);  // `seed` is pageable host memory, and goes when this returns
+  }
+
+  void load(std::vector<host_array<T>> const& inputs, stream_view s) override
+  {
+    TAPEFLOW_EXPECTS(inputs.size() == 2, "the wave workload takes 2 inputs (m and the observed data d), not " +
+                                           std::to_string(inputs.size()));
+    TAPEFLOW_EXPECTS(inputs[0].size == p_.cells(), "m holds " + std::to_string(inputs[0].size) +
+                                                     " values; the grid has " + std::to_string(p_.cells()) + " cells");
+    std::size_t const traces = p_.steps * p_.receivers();
+    TAPEFLOW_EXPECTS(inputs[1].size == traces, "d holds " + std::to_string(inputs[1].size) + " values; " +
+                                                 std::to_string(p_.steps) + " steps of " +
+                                                 std::to_string(p_.receivers()) + " receivers need " +
+                                                 std::to_string(traces));
+    check_model(p_, inputs[0]);
+    m_.upload(inputs[0].data, m_.size(), s);
+    d_.upload(inputs[1].data, d_.size(), s);
+  }
+
+  void primal(stream_view s) override
+  {
+    TAPEFLOW_NVTX_RANGE("tapeflow::wave::primal");
+    state_.fill(0, s);  // from rest, no misfit yet
+    for (std::size_t t = 0; t < p_.steps; ++t) {
+      step_.forward(t, state_.template data_as<T>(), spare_.template data_as<T>(), s);
+      std::swap(state_, spare_);
+    }
+  }
+
+  void forward(stream_view s) override
+  {
+    TAPEFLOW_NVTX_RANGE("tapeflow::wave::forward");
+    if (!chain_) { chain_.emplace(step_, p_.steps, chain_options_of(o_)); }
+    state_.fill(0, s);
+    chain_->forward(state_, s);
+    adjoint_.copy_from(seed_, s);
+  }
+
+  T loss(stream_view s) override
+  {
+    T l{};
+    state_.download(&l, sizeof(T), s, bytes() - sizeof(T));
+    return l;
+  }
+
+  void reverse(stream_view s) override
+  {
+    TAPEFLOW_EXPECTS(chain_, "reverse() needs a completed forward() whose tape was not reversed yet");
+    chain_->reverse(adjoint_, s);  // zeroes the parameter adjoint, then every step adds its dL/dm
+  }
+
+  std::vector<std::vector<T>> gradients(stream_view s) override
+  {
+    std::vector<T> dm(p_.cells());
+    chain_->parameter_adjoint().download(dm.data(), dm.size() * sizeof(T), s);
+    return {std::move(dm)};
+  }
+
+  /// u_T.
+  std::vector<std::vector<T>> outputs(stream_view s) override
+  {
+    std::vector<T> u(p_.cells());
+    state_.download(u.data(), u.size() * sizeof(T), s, u.size() * sizeof(T));
+    return {std::move(u)};
+  }
+
+  tape_report report() const override
+  {
+    tape_report r;
+    if (chain_) { r = chain_report(chain_->stats()); }
+    r.peak_device_bytes = device_memory_usage(this->kind()).peak_bytes;
+    r.peak_host_bytes = host_memory_usage(this->kind()).peak_bytes;
+    if (staging_) { r.staging = *staging_; }
+    return r;
+  }
+
+ private:
+  [[nodiscard]] std::size_t bytes() const noexcept { return state_values(p_) * sizeof(T); }
+
+  problem p_;
+  options o_;
+  std::shared_ptr<cpu::ring_stats const> staging_;
+  device_buffer m_, d_;
+  Step step_;
+  device_buffer state_, spare_, adjoint_, seed_;
+  std::optional<chain<Step>> chain_;
+};
+
+template <class T, class Step>
+[[nodiscard]] std::unique_ptr<session<T>> open_wave(problem const& p, options const& o, Step step,
+                                                    std::shared_ptr<cpu::ring_stats const> staging = nullptr)
+{
+  return std::make_unique<wave_session<T, Step>>(p, o, std::move(step), std::move(staging));
+}
+
+}  // namespace tapeflow::workloads::wave::detail

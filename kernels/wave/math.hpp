@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// The acoustic wave equation's per-cell math, written once for the CPU backend and the GPU
+// kernels. On an nx x ny x nz grid (nz = 1: 2-D) of spacing h with zero values outside (Dirichlet),
+// m the squared slowness 1/c^2 of each cell, q_t a Ricker wavelet injected at the source cell:
+//
+//   s_t      = lap(u_t) + q_t delta_source                      lap: the 2d+1-point Laplacian / h^2
+//   u_{t+1}  = 2 u_t - u_{t-1} + (dt^2 / m) s_t
+//   L        = 0.5 sum_{t < T} sum_r (u_t(x_r) - d_{t,r})^2     receivers r along a line
+//
+// The chain's state is (u_{t-1}, u_t, L_t): the misfit L_t accumulated so far is part of it, so a
+// step recomputed from a checkpoint recomputes it too and every policy gives the same bits. A step
+// tapes, per cell, s_t and u_t: everything its reverse needs at that cell. With (a, b, c) the
+// adjoint of the step's output (u_t, u_{t+1}, L_{t+1}):
+//
+//   dL/du_{t-1}[j] = -b_j
+//   dL/du_t[j]     = a_j + 2 b_j + sum_{i in N(j)} w_i - 2 dims w_j + c (u_t[j] - d_{t,r(j)}) [j = x_r]
+//                    with w_i = dt^2 b_i / (m_i h^2): the Laplacian is symmetric, so the gather
+//                    reads the neighbours' adjoints (and m), not their tape
+//   dL/dL_t        = c
+//   dL/dm_j       += -b_j dt^2 s_j / m_j^2                      (the parameter adjoint)
+#pragma once
+
+#include <tapeflow/config.hpp>
+#include <tapeflow/record.hpp>
+
+#include <cmath>
+#include <cstddef>
+
+namespace tapeflow::workloads::wave {
+
+/// The grid, the time step and the acquisition, in the precision of the computation.
+template <class T>
+struct geometry {
+  std::size_t nx, ny, nz;
+  T dt;
+  T inv_h2;           ///< 1 / h^2
+  std::size_t source;  ///< flat index of the source cell
+  std::size_t receiver_y, receiver_z;  ///< the receivers: every x of row (receiver_y, receiver_z)
+  T peak_frequency;   ///< of the Ricker wavelet
+
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t cells() const noexcept { return nx * ny * nz; }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t receivers() const noexcept { return nx; }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE int dims() const noexcept { return nz > 1 ? 3 : 2; }
+  /// The flat index of receiver r.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t receiver_cell(std::size_t r) const noexcept
+  {
+    return (receiver_z * ny + receiver_y) * nx + r;
+  }
+};
+
+/// One tape record: s and u of `cells_per_record<T>` consecutive cells, interleaved (s, u).
+template <class T>
+using record = value_record<T, 16 / sizeof(T)>;
+template <class T>
+inline constexpr std::size_t cells_per_record = 8 / sizeof(T);
+
+template <class T>
+TAPEFLOW_HOST_DEVICE constexpr std::size_t records_for(std::size_t cells) noexcept
+{
+  return (cells + cells_per_record<T> - 1) / cells_per_record<T>;
+}
+
+/// The Ricker wavelet of peak frequency f at step t, centred at 1/f: (1 - 2 a) exp(-a), a = (pi f tau)^2.
+template <class T>
+TAPEFLOW_HOST_DEVICE T ricker(std::size_t t, T dt, T f) noexcept
+{
+  T const tau = static_cast<T>(t) * dt - T(1) / f;
+  T const a = T(9.869604401089358) * f * f * tau * tau;  // pi^2 f^2 tau^2
+  using std::exp;  // expf for float (host and device)
+  return (T(1) - T(2) * a) * exp(-a);
+}
+
+/// The sum of at(i) over the neighbours i of `cell` (none outside the grid): the Laplacian's
+/// off-diagonal part, gathered.
+template <class T, class At>
+TAPEFLOW_HOST_DEVICE T neighbour_sum(At const& at, geometry<T> const& g, std::size_t cell) noexcept
+{
+  std::size_t const x = cell % g.nx;
+  std::size_t const y = cell / g.nx % g.ny;
+  std::size_t const z = cell / (g.nx * g.ny);
+  std::size_t const plane = g.nx * g.ny;
+  T sum = T(0);
+  if (x > 0) { sum += at(cell - 1); }
+  if (x + 1 < g.nx) { sum += at(cell + 1); }
+  if (y > 0) { sum += at(cell - g.nx); }
+  if (y + 1 < g.ny) { sum += at(cell + g.nx); }
+  if (g.nz > 1) {
+    if (z > 0) { sum += at(cell - plane); }
+    if (z + 1 < g.nz) { sum += at(cell + plane); }
+  }
+  return sum;
+}
+
+/// s_t at `cell`: the Laplacian of u_t and the source.
+template <class T>
+TAPEFLOW_HOST_DEVICE T source_term(T const* u, geometry<T> const& g, std::size_t cell, std::size_t t) noexcept
+{
+  T const lap = (neighbour_sum<T>([u](std::size_t i) { return u[i]; }, g, cell) - T(2 * g.dims()) * u[cell]) * g.inv_h2;
+  return cell == g.source ? lap + ricker(t, g.dt, g.peak_frequency) : lap;
+}
+
+/// u_{t+1} at a cell from u_{t-1}, u_t, its s_t and its m.
+template <class T>
+TAPEFLOW_HOST_DEVICE T next_value(T prev, T cur, T s, T m, geometry<T> const& g) noexcept
+{
+  return T(2) * cur - prev + g.dt * g.dt / m * s;
+}
+
+/// dL/du_t at `cell` from the adjoints a, b of the output's u_t and u_{t+1} (b gathered from the
+/// neighbours, weighted by dt^2 / (m h^2)), c of L_{t+1}, and the cell's misfit `residual`
+/// (u_t - d at a receiver, else 0).
+template <class T>
+TAPEFLOW_HOST_DEVICE T current_adjoint(T const* a, T const* b, T const* m, geometry<T> const& g, std::size_t cell, T c,
+                                       T residual) noexcept
+{
+  auto const w = [b, m](std::size_t i) { return b[i] / m[i]; };
+  T const through_laplacian = (neighbour_sum<T>(w, g, cell) - T(2 * g.dims()) * w(cell)) * g.dt * g.dt * g.inv_h2;
+  return a[cell] + T(2) * b[cell] + through_laplacian + c * residual;
+}
+
+/// What the step adds to dL/dm at a cell.
+template <class T>
+TAPEFLOW_HOST_DEVICE T slowness_adjoint(T b, T s, T m, geometry<T> const& g) noexcept
+{
+  return -b * g.dt * g.dt * s / (m * m);
+}
+
+}  // namespace tapeflow::workloads::wave

@@ -18,6 +18,10 @@
 #include <random>
 #include <vector>
 
+#if defined(TAPEFLOW_EMULATED)
+#include <tapeflow/emulated/runtime.hpp>
+#endif
+
 namespace tapeflow {
 namespace {
 
@@ -54,7 +58,7 @@ struct case_shape {
 // Records enough that each block of the persistent grid walks many more tiles than it has stages
 // (tiles of 32, 64 threads): 2^22 on a GPU (about 31 tiles a block on an H100), 2^16 on the
 // emulated device's 4 multiprocessors (16 a block).
-#if defined(TAPEFLOW_PLATFORM_EMULATED)
+#if defined(TAPEFLOW_EMULATED)
 constexpr std::size_t many_tiles = std::size_t{1} << 16;
 #else
 constexpr std::size_t many_tiles = std::size_t{1} << 22;
@@ -125,7 +129,7 @@ TEST_P(SM80_TilePipeline, StagesEveryRecordOnceLastTileFirst)
   }
 }
 
-#if defined(TAPEFLOW_PLATFORM_EMULATED)
+#if defined(TAPEFLOW_EMULATED)
 // A bulk-copy kernel loaded as older code (a binary built for sm_80 only, on an sm_90 device)
 // would trap inside the kernel: the launch path refuses it first, with the kernel's name.
 TEST(SM80_TilePipelineLaunch, BulkCopiesOfOlderCodeAreRefusedBeforeTheLaunch)

@@ -14,6 +14,14 @@
 #define TAPEFLOW_DEVICE
 #endif
 
+// TAPEFLOW_WARP_VOTES: the code runs on CUDA's 32-lane warps and may vote in them (__activemask,
+// __ballot_sync). Set for CUDA device code; a build whose host code runs on a device's warps defines
+// it for every file (the emulated device's, where a device function called from host code is a lone
+// lane).
+#if defined(__CUDA_ARCH__) && !defined(TAPEFLOW_WARP_VOTES)
+#define TAPEFLOW_WARP_VOTES 1
+#endif
+
 // Loop unrolling hints for device compilers (nvcc, hipcc); nothing for a host compiler, which
 // would warn about the unknown pragma (the emulated device compiles kernels as plain C++).
 #if defined(__CUDACC__) || defined(__HIPCC__)

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The dense linear algebra tapeflow's workloads call (GEMM and GEMV, f32 and f64, column-major as
-// BLAS has it), behind one interface: cuBLAS on CUDA, and a host loop ordered on the stream on the
-// emulated device. There is no HIP implementation (no hipBLAS here): on HIP the header compiles to
-// nothing and the LSTM's GPU path reports itself unavailable.
+// BLAS has it), behind one interface: cuBLAS on CUDA (and the emulated device's cuBLAS subset).
+// There is no HIP implementation (no hipBLAS here): on HIP the header compiles to nothing and the
+// LSTM's GPU path reports itself unavailable.
 //
 // Precision on CUDA: the handle runs in CUBLAS_DEFAULT_MATH, which computes f32 products in f32
 // (TF32 tensor cores only ever run under CUBLAS_TF32_TENSOR_OP_MATH or a *_FAST_TF32 compute type,
@@ -16,9 +16,7 @@
 
 #if !defined(TAPEFLOW_PLATFORM_HIP)
 
-#if !defined(TAPEFLOW_PLATFORM_EMULATED)
 #include <cublas_v2.h>
-#endif
 
 #include <cstdio>
 #include <string>
@@ -28,57 +26,6 @@ namespace tapeflow::device {
 
 /// op(A): A itself or its transpose.
 enum class blas_op { none, transpose };
-
-#if defined(TAPEFLOW_PLATFORM_EMULATED)
-
-/// The emulated device has no library state: the handle only marks where calls may be made.
-class blas_handle {};
-
-namespace detail {
-template <class T>
-T blas_at(T const* a, int lda, blas_op op, int row, int col) noexcept
-{
-  return op == blas_op::none ? a[row + static_cast<std::size_t>(col) * lda] : a[col + static_cast<std::size_t>(row) * lda];
-}
-}  // namespace detail
-
-/// C = alpha op(A) op(B) + beta C, with C m x n and the inner dimension k; C is not read when
-/// beta is 0 (as in BLAS).
-template <class T>
-void gemm(blas_handle const&, stream_view s, blas_op ta, blas_op tb, int m, int n, int k, T alpha, T const* a,
-          int lda, T const* b, int ldb, T beta, T* c, int ldc)
-{
-  TAPEFLOW_EXPECTS(m >= 0 && n >= 0 && k >= 0, "gemm: negative dimension");
-  emu::enqueue_host(to_native(s), [=] {
-    for (int j = 0; j < n; ++j) {
-      for (int i = 0; i < m; ++i) {
-        T acc = 0;
-        for (int p = 0; p < k; ++p) { acc += detail::blas_at(a, lda, ta, i, p) * detail::blas_at(b, ldb, tb, p, j); }
-        T& out = c[i + static_cast<std::size_t>(j) * ldc];
-        out = beta == T(0) ? alpha * acc : alpha * acc + beta * out;
-      }
-    }
-  });
-}
-
-/// y = alpha op(A) x + beta y, with A m x n; y is not read when beta is 0.
-template <class T>
-void gemv(blas_handle const&, stream_view s, blas_op ta, int m, int n, T alpha, T const* a, int lda, T const* x,
-          T beta, T* y)
-{
-  TAPEFLOW_EXPECTS(m >= 0 && n >= 0, "gemv: negative dimension");
-  emu::enqueue_host(to_native(s), [=] {
-    int const rows = ta == blas_op::none ? m : n;
-    int const inner = ta == blas_op::none ? n : m;
-    for (int i = 0; i < rows; ++i) {
-      T acc = 0;
-      for (int p = 0; p < inner; ++p) { acc += detail::blas_at(a, lda, ta, i, p) * x[p]; }
-      y[i] = beta == T(0) ? alpha * acc : alpha * acc + beta * y[i];
-    }
-  });
-}
-
-#else  // cuBLAS
 
 namespace detail {
 [[noreturn]] inline void throw_cublas_error(cublasStatus_t status, char const* call, char const* file, int line)
@@ -177,8 +124,6 @@ inline void gemv(blas_handle const& h, stream_view s, blas_op ta, int m, int n, 
 {
   TAPEFLOW_CUBLAS_TRY(cublasDgemv(h.on(s), detail::to_cublas(ta), m, n, &alpha, a, lda, x, 1, &beta, y, 1));
 }
-
-#endif
 
 }  // namespace tapeflow::device
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// A block-wide sum behind one interface: CUB's BlockReduce on CUDA; elsewhere (HIP, the emulated
-// device) a shared-memory gather summed by thread 0 in thread order. As with CUB, every thread of
-// the block calls Sum, the result is valid in thread 0 only, and a __syncthreads() must separate
-// two uses of one TempStorage.
+// A block-wide sum behind one interface: CUB's BlockReduce on CUDA (and the emulated device's CUB
+// subset); on HIP a shared-memory gather summed by thread 0 in thread order. As with CUB, every
+// thread of the block calls Sum, the result is valid in thread 0 only, and a __syncthreads() must
+// separate two uses of one TempStorage.
 //
 //   using reduce = tapeflow::device::block_reduce<double, 256>;
 //   __shared__ typename reduce::TempStorage temp;
@@ -11,13 +11,13 @@
 
 #include <tapeflow/device/platform.hpp>
 
-#if !defined(TAPEFLOW_PLATFORM_EMULATED) && !defined(TAPEFLOW_PLATFORM_HIP)
+#if !defined(TAPEFLOW_PLATFORM_HIP)
 #include <cub/block/block_reduce.cuh>
 #endif
 
 namespace tapeflow::device {
 
-#if !defined(TAPEFLOW_PLATFORM_EMULATED) && !defined(TAPEFLOW_PLATFORM_HIP)
+#if !defined(TAPEFLOW_PLATFORM_HIP)
 
 template <class T, int Threads>
 class block_reduce {

@@ -15,7 +15,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -53,7 +52,7 @@ inline std::string kernel_name(void const* kernel)
   char const* raw = nullptr;
 #if defined(TAPEFLOW_PLATFORM_HIP)
   raw = hipKernelNameRefByPtr(kernel, nullptr);
-#elif defined(TAPEFLOW_PLATFORM_EMULATED) || (defined(CUDART_VERSION) && CUDART_VERSION >= 12030)
+#elif defined(CUDART_VERSION) && CUDART_VERSION >= 12030
   if (cudaFuncGetName(&raw, kernel) != cudaSuccess) {
     static_cast<void>(cudaGetLastError());
     raw = nullptr;
@@ -70,19 +69,6 @@ inline std::string kernel_name(void const* kernel)
   if (status == 0 && demangled) { return demangled.get(); }
 #endif
   return raw;
-}
-
-/// The current device, as far as what it reports about kernels goes: its ordinal, or on the
-/// emulated device the configuration epoch (the emulator may be told to report other facts).
-inline std::uint64_t current_device()
-{
-#if defined(TAPEFLOW_PLATFORM_EMULATED)
-  return emu::configuration_epoch();
-#else
-  int ordinal = 0;
-  TAPEFLOW_CUDA_TRY(cudaGetDevice(&ordinal));
-  return static_cast<std::uint64_t>(ordinal);
-#endif
 }
 
 /// The least code architecture (binary_version) a launch on this thread needs: with_tile_pipeline
@@ -158,14 +144,7 @@ void launch(void (*kernel)(Params...), Grid grid, Block block, std::size_t smem_
                      " code, and the bulk-copy pipeline needs sm_" +
                      std::to_string(detail::required_binary_version()) +
                      " code: build for that architecture, or plan without bulk_copy");
-#if defined(TAPEFLOW_PLATFORM_EMULATED)
-  emu::launch_kernel(g, b, smem_bytes, to_native(stream),
-                     [kernel, params = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)] {
-                       std::apply(kernel, params);
-                     });
-#else
-  kernel<<<g, b, smem_bytes, to_native(stream)>>>(std::forward<Args>(args)...);
-#endif
+  detail::launch_kernel(kernel, g, b, smem_bytes, to_native(stream), std::forward<Args>(args)...);
   TAPEFLOW_CHECK_LAUNCH();
 }
 

@@ -2,28 +2,20 @@
 // The one platform header of the device side. Device code and the GPU backend are written against
 // the CUDA runtime's names; on AMD (hipcc, __HIP_PLATFORM_AMD__ or TAPEFLOW_HIP) this header maps
 // each name tapeflow uses to its HIP twin, so the same sources build for both. It also defines the
-// checked-call macros every CUDA/HIP call and launch in tapeflow goes through.
+// checked-call macros every CUDA/HIP call and launch in tapeflow goes through, and the few
+// functions that differ per platform beyond the runtime's names: the launch, the lane mask, the
+// block's dynamic shared memory, the device whose kernel facts launches cache.
+//
+// The emulated device (emulator/, docs/emulation.md) is a platform that looks like CUDA: its build
+// finds the emulator's <cuda_runtime.h>, libcu++, CUB, Thrust and cuBLAS subsets under their own
+// headers' names, and this header's one switch (at its end) takes its platform functions.
 #pragma once
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/stream.hpp>
 
-#if defined(TAPEFLOW_EMULATED)
-// The emulated device (src/emulated/, docs/emulation.md): the CUDA runtime's names, kernels as
-// fibers on the CPU.
-#include <tapeflow/emulated/device.hpp>
-#include <tapeflow/emulated/runtime.hpp>
-
-#define TAPEFLOW_PLATFORM_EMULATED 1
-
-namespace tapeflow::detail {
-inline cudaError_t graph_instantiate(cudaGraphExec_t* exec, cudaGraph_t graph)
-{
-  return cudaGraphInstantiate(exec, graph, 0);
-}
-}  // namespace tapeflow::detail
-#elif defined(__HIP_PLATFORM_AMD__) || defined(TAPEFLOW_HIP)
+#if defined(__HIP_PLATFORM_AMD__) || defined(TAPEFLOW_HIP)
 #include <hip/hip_runtime.h>
 
 #define TAPEFLOW_PLATFORM_HIP 1
@@ -91,24 +83,21 @@ inline cudaError_t graph_instantiate(cudaGraphExec_t* exec, cudaGraph_t graph)
 #define cudaStreamWaitEvent hipStreamWaitEvent
 #define cudaStream_t hipStream_t
 #define cudaSuccess hipSuccess
+#else
+#include <cuda_runtime.h>
+#endif
 
 namespace tapeflow::detail {
 /// cudaGraphInstantiate's three-argument form (HIP 5 keeps CUDA 10's five).
-inline hipError_t graph_instantiate(hipGraphExec_t* exec, hipGraph_t graph)
-{
-  return hipGraphInstantiate(exec, graph, nullptr, nullptr, 0);
-}
-}  // namespace tapeflow::detail
-#else
-#include <cuda_runtime.h>
-
-namespace tapeflow::detail {
 inline cudaError_t graph_instantiate(cudaGraphExec_t* exec, cudaGraph_t graph)
 {
+#if defined(TAPEFLOW_PLATFORM_HIP)
+  return hipGraphInstantiate(exec, graph, nullptr, nullptr, 0);
+#else
   return cudaGraphInstantiate(exec, graph, 0);
+#endif
 }
 }  // namespace tapeflow::detail
-#endif
 
 namespace tapeflow {
 /// The backend this translation unit's device code runs on.
@@ -119,30 +108,11 @@ inline constexpr backend gpu_backend = backend::cuda;
 #endif
 }  // namespace tapeflow
 
-// Device code that depends on the target: the sm_90 bulk-copy engine, and the block's dynamic
-// shared memory.
-#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900) || defined(TAPEFLOW_PLATFORM_EMULATED)
-#define TAPEFLOW_DEVICE_BULK_COPY 1
-#endif
-
-#if defined(__CUDACC__) || defined(__HIPCC__) || defined(TAPEFLOW_PLATFORM_EMULATED)
-namespace tapeflow::device {
-/// The block's dynamic shared memory (the launch's shared-memory bytes), 16-byte aligned.
-template <class T>
-__device__ inline T* dynamic_shared() noexcept
-{
-#if defined(TAPEFLOW_PLATFORM_EMULATED)
-  return reinterpret_cast<T*>(::tapeflow::emu::dynamic_shared());
-#else
-  extern __shared__ __align__(16) unsigned char tapeflow_dynamic_smem[];
-  return reinterpret_cast<T*>(tapeflow_dynamic_smem);
-#endif
-}
-}  // namespace tapeflow::device
-#endif
-
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 namespace tapeflow::detail {
 
@@ -190,3 +160,60 @@ namespace tapeflow {
   return static_cast<cudaStream_t>(stream.native());
 }
 }  // namespace tapeflow
+
+// What differs per platform beyond the runtime's names, one function each: the emulated device's,
+// or CUDA's and HIP's here. TAPEFLOW_DEVICE_BULK_COPY: the code being compiled has sm_90's
+// bulk-copy engine.
+#if defined(TAPEFLOW_EMULATED)
+#include <tapeflow/emulated/platform.hpp>
+#else
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define TAPEFLOW_DEVICE_BULK_COPY 1
+#endif
+
+namespace tapeflow::device {
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+/// The block's dynamic shared memory (the launch's shared-memory bytes), 16-byte aligned.
+template <class T>
+__device__ inline T* dynamic_shared() noexcept
+{
+  extern __shared__ __align__(16) unsigned char tapeflow_dynamic_smem[];
+  return reinterpret_cast<T*>(tapeflow_dynamic_smem);
+}
+#endif
+
+namespace detail {
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+/// `kernel<<<grid, block, smem_bytes, stream>>>(args...)`: the arguments convert to the kernel's
+/// parameter types as in any launch. A bad shape sets the last error.
+template <class... Params, class... Args>
+void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_bytes, cudaStream_t stream,
+                   Args&&... args)
+{
+  kernel<<<grid, block, smem_bytes, stream>>>(std::forward<Args>(args)...);
+}
+#endif
+
+#if defined(__CUDACC__) && !defined(TAPEFLOW_PLATFORM_HIP)
+/// The lanes of the calling thread's warp below it (%lanemask_lt).
+__device__ inline unsigned lane_mask_lt() noexcept
+{
+  unsigned lower = 0;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lower));
+  return lower;
+}
+#endif
+
+/// The current device, as far as what it reports about kernels goes: its ordinal.
+inline std::uint64_t current_device()
+{
+  int ordinal = 0;
+  TAPEFLOW_CUDA_TRY(cudaGetDevice(&ordinal));
+  return static_cast<std::uint64_t>(ordinal);
+}
+
+}  // namespace detail
+}  // namespace tapeflow::device
+#endif

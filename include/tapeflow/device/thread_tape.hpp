@@ -15,8 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#if defined(TAPEFLOW_EMULATED)
-#include <tapeflow/emulated/device.hpp>  // the emulated device's warp votes and atomics
+#if defined(__CUDACC__) || defined(TAPEFLOW_WARP_VOTES)
+#include <tapeflow/device/platform.hpp>  // a warp vote's lane mask (device::detail::lane_mask_lt)
 #elif defined(__HIPCC__)
 #include <hip/hip_runtime.h>  // atomicOr in device code (nvcc includes its runtime in every .cu)
 #endif
@@ -65,21 +65,16 @@ enum thread_tape_status : std::uint32_t {
 
 namespace detail {
 
-/// Sets `*word` to 1 when `raise` (for any thread): one atomic per warp on CUDA (and on the
-/// emulated device, whose host-side callers are lone lanes), an atomic on HIP (after a read, so the
-/// word is not hammered), an atomic store on the CPU (the pool's threads).
+/// Sets `*word` to 1 when `raise` (for any thread): one atomic per warp where there are CUDA's
+/// warps (TAPEFLOW_WARP_VOTES: CUDA device code, and the emulated device, whose host-side callers
+/// are lone lanes), an atomic on HIP (after a read, so the word is not hammered), an atomic store on
+/// the CPU (the pool's threads).
 TAPEFLOW_HOST_DEVICE inline void raise_flag(std::uint32_t* word, bool raise) noexcept
 {
-#if defined(__CUDA_ARCH__) || defined(TAPEFLOW_EMULATED)
+#if defined(TAPEFLOW_WARP_VOTES)
   unsigned const active = __activemask();
   unsigned const votes = __ballot_sync(active, raise);
-#if defined(TAPEFLOW_EMULATED)
-  unsigned const lower = ::tapeflow::emu::lane_mask_lt();
-#else
-  unsigned lower = 0;
-  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lower));
-#endif
-  if (votes != 0 && (active & lower) == 0) { atomicOr(word, 1u); }  // the lowest active lane
+  if (votes != 0 && (active & device::detail::lane_mask_lt()) == 0) { atomicOr(word, 1u); }  // the lowest active lane
 #elif defined(__HIP_DEVICE_COMPILE__)
   if (raise && *static_cast<std::uint32_t volatile*>(word) == 0) { atomicOr(word, 1u); }
 #else

@@ -22,11 +22,7 @@
 #include <tapeflow/device/views.hpp>
 #include <tapeflow/plan.hpp>
 
-#if defined(TAPEFLOW_PLATFORM_EMULATED)
-#include <tapeflow/emulated/cuda.hpp>  // the emulated device's cuda::pipeline and cuda::barrier
-#define TAPEFLOW_HAS_ASYNC_PIPELINE 1
-#define TAPEFLOW_HAS_BULK_PIPELINE 1
-#elif !defined(TAPEFLOW_PLATFORM_HIP)
+#if !defined(TAPEFLOW_PLATFORM_HIP)
 #include <cuda/barrier>
 #include <cuda/pipeline>
 #define TAPEFLOW_HAS_ASYNC_PIPELINE 1

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The emulated device's internals shared by the runtime (streams, memory: runtime.cpp) and the
-// block scheduler (fibers, builtins: scheduler.cpp).
+// The emulated device's internals shared by the runtime (the CUDA runtime API's sections, on the
+// device's state: state.hpp) and the block scheduler (fibers, builtins: scheduler.cpp).
 #pragma once
 
 #include <tapeflow/emulated/runtime.hpp>

@@ -4,8 +4,8 @@
 // a barrier phase, a pipeline) or, under the random schedule, until a yield point chooses to switch;
 // the scheduler then picks the next fiber that can run: the next in thread order (sequential
 // schedule) or a seeded random one. A block in which no live fiber can run is a deadlock.
-#include "emulated/emulator.hpp"
-#include "emulated/fiber.hpp"
+#include "emulator.hpp"
+#include "fiber.hpp"
 
 #include <tapeflow/emulated/device.hpp>
 

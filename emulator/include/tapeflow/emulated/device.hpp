@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The emulated device's kernel-side builtins: what nvcc gives a .cu file for free (the execution
 // space keywords, threadIdx and friends, __syncthreads, atomics, warp votes, __trap), so that
-// tapeflow's kernels compile unchanged as C++ and run as fibers (src/emulated/). Included by
-// <tapeflow/device/platform.hpp> in a TAPEFLOW_EMULATED build; docs/emulation.md gives the model.
+// tapeflow's kernels compile unchanged as C++ and run as fibers (emulator/src/). Included by the
+// emulator's <cuda_runtime.h>, as nvcc includes its own in every .cu file; docs/emulation.md gives
+// the model.
 //
 // Each block runs on one host thread as blockDim fibers, switched cooperatively: at every
 // __syncthreads and blocking wait, and, under the random schedule, at every yield point (an

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The emulated device: the subset of the CUDA runtime API tapeflow uses, implemented on the CPU
-// (src/emulated/). A build with TAPEFLOW_EMULATED compiles the CUDA backend, every kernel and the
-// GPU tests against this header instead of <cuda_runtime.h>: kernels run as blocks of
+// (emulator/src/). A build with TAPEFLOW_EMULATED compiles the CUDA backend, every kernel and the
+// GPU tests against this header, as the emulator's <cuda_runtime.h>: kernels run as blocks of
 // cooperatively scheduled fibers, streams are queues run in order (lazily by default: work runs
 // only when something waits for it), copies and fills run on the host. docs/emulation.md gives
 // the model and its limits.
@@ -13,6 +13,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+
+/// The runtime API the emulator follows: CUDA 12.3's (cudaFuncGetName, the three-argument
+/// cudaGraphInstantiate).
+#define CUDART_VERSION 12030
 
 // ---------------------------------------------------------------------------------------------
 // Vector types and launch shapes, as in CUDA's vector_types.h.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "emulated/fiber.hpp"
+#include "fiber.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>

@@ -21,13 +21,23 @@
 
 namespace tapeflow::testing {
 
+/// Which GPUs a workload has kernels for (workloads::gpu_kernels).
+enum class gpu_path { cuda_and_hip, cuda_only };
+
 /// A fixture on the backend under test: skipped where it has nothing to run on, failed where a
-/// device is there but unusable (TAPEFLOW_REQUIRE_DEVICE). `Base`: ::testing::Test, or
-/// ::testing::TestWithParam<P> for a parameterised suite.
-template <class Base = ::testing::Test>
+/// device is there but unusable (TAPEFLOW_REQUIRE_DEVICE), and skipped on a HIP GPU for a workload
+/// whose GPU path is CUDA only. `Base`: ::testing::Test, or ::testing::TestWithParam<P> for a
+/// parameterised suite.
+template <class Base = ::testing::Test, gpu_path path = gpu_path::cuda_and_hip>
 class on_target : public Base {
  protected:
-  void SetUp() override { TAPEFLOW_REQUIRE_DEVICE(target); }
+  void SetUp() override
+  {
+    if (path == gpu_path::cuda_only && target == backend::hip) {
+      GTEST_SKIP() << "GPU test skipped: the workload's GPU path is CUDA only";
+    }
+    TAPEFLOW_REQUIRE_DEVICE(target);
+  }
 };
 
 /// A workload's options on `kind`; with `poison`, every buffer its kernels write starts as NaN,

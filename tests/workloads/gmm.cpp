@@ -24,16 +24,7 @@ namespace gm = workloads::gmm;
 
 gm::options on(backend kind) { return testing::options_on<gm::options>(kind); }
 
-class Gmm : public testing::on_target<> {
- protected:
-  void SetUp() override
-  {
-    if (testing::target == backend::hip) {
-      GTEST_SKIP() << "GPU test skipped: the GMM workload's GPU path is CUDA only (CUB)";
-    }
-    testing::on_target<>::SetUp();
-  }
-};
+class Gmm : public testing::on_target<::testing::Test, testing::gpu_path::cuda_only> {};
 
 bool all_finite(gm::gradient_result const& r)
 {

@@ -509,8 +509,7 @@ TEST_F(Lstm, ALongPackedBatchKeepsLayersOnTheDeviceUnderABudgetAndRunsThatSchedu
   ls::gradient_result<float> const store = ls::gradient(p, in.params, in.seq, on(testing::target));
   EXPECT_EQ(r.chain.recompute_steps, planned.tiers.recompute_steps);
   EXPECT_LE(r.chain.peak_tape_bytes, o.budget_bytes);
-  EXPECT_TRUE(testing::same_bits(r.gradient.w, store.gradient.w) && testing::same_bits(r.gradient.u, store.gradient.u) &&
-              testing::same_bits(r.gradient.b, store.gradient.b));
+  expect_same_bits(r, store);
 }
 
 TEST_F(Lstm, PackedGradientIsTheSumOfEverySequenceRunAlone)

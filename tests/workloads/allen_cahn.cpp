@@ -63,11 +63,11 @@ TEST_F(AllenCahn, F32GradientMatchesF64AndTheIndependentImplementation)
               1e-4);
     EXPECT_LT(testing::relative_error(r32.gradient, r64.gradient), 1e-4);
     EXPECT_NEAR(r32.loss, r64.loss, 1e-4 * r64.loss);
-    if constexpr (testing::on_gpu) {
-      ac::gradient_result<float> const cpu = ac::gradient(p, u32, on(backend::cpu));
-      EXPECT_LT(testing::relative_error(r32.gradient, cpu.gradient), 1e-4);
-      EXPECT_NEAR(r32.loss, cpu.loss, 1e-5 * cpu.loss);
-    }
+#if defined(TAPEFLOW_TEST_ON_GPU)
+    ac::gradient_result<float> const cpu = ac::gradient(p, u32, on(backend::cpu));
+    EXPECT_LT(testing::relative_error(r32.gradient, cpu.gradient), 1e-4);
+    EXPECT_NEAR(r32.loss, cpu.loss, 1e-5 * cpu.loss);
+#endif
   }
 }
 
@@ -79,15 +79,15 @@ TEST_F(AllenCahn, EveryPipelineVariantGivesTheSameBits)
   // copies and register double-buffering (eight stages of 320 records, 40 KiB, fit the 48 KiB a
   // block gets without opt-in), over 211^2 cells.
   std::vector<v> variants;
-  if constexpr (testing::on_gpu) {
-    variants = {v{1, 2, 32}, v{37, 3, 64}, v{320, 8, 256}, v{100, 5, 128}, v{0, 0, 0, true}, v{77, 2, 96, true}};
-  } else {
-    for (auto [tile, stages] : {std::pair<std::size_t, int>{1, 2}, {7, 3}, {64, 8}, {1000, 2}}) {
-      for (cpu_staging staging : {cpu_staging::in_place, cpu_staging::ring}) {
-        for (std::size_t threads : {1u, 3u}) { variants.push_back(v{tile, stages, 0, false, staging, threads}); }
-      }
+#if defined(TAPEFLOW_TEST_ON_GPU)
+  variants = {v{1, 2, 32}, v{37, 3, 64}, v{320, 8, 256}, v{100, 5, 128}, v{0, 0, 0, true}, v{77, 2, 96, true}};
+#else
+  for (auto [tile, stages] : {std::pair<std::size_t, int>{1, 2}, {7, 3}, {64, 8}, {1000, 2}}) {
+    for (cpu_staging staging : {cpu_staging::in_place, cpu_staging::ring}) {
+      for (std::size_t threads : {1u, 3u}) { variants.push_back(v{tile, stages, 0, false, staging, threads}); }
     }
   }
+#endif
   std::size_t const n = testing::on_gpu ? 211 : 37;
   std::size_t const steps = testing::on_gpu ? 6 : 7;
   std::vector<float> const u0 = testing::random_state<float>(n * n, testing::fresh_seed());
@@ -101,15 +101,15 @@ TEST_F(AllenCahn, EveryPipelineVariantGivesTheSameBits)
     variant.apply(o.pipeline);
     testing::scoped_cpu_threads const threads(variant.cpu_threads);
     ac::gradient_result<float> const r = ac::gradient(ac::problem{n, steps}, u0, o);
-    if constexpr (testing::on_gpu) {
-      EXPECT_EQ(r.chain.plan.async_copy, !variant.plain);
-    } else {
-      EXPECT_EQ(r.chain.plan.tile_records, variant.tile);
-      EXPECT_EQ(r.chain.plan.stages, variant.stages);
-      EXPECT_EQ(r.chain.plan.staging, variant.staging);
-      EXPECT_EQ(r.staging.tiles, steps * r.chain.plan.tiles);
-      EXPECT_EQ(r.staging.staged_tiles, variant.staging == cpu_staging::ring ? steps * r.chain.plan.tiles : 0u);
-    }
+#if defined(TAPEFLOW_TEST_ON_GPU)
+    EXPECT_EQ(r.chain.plan.async_copy, !variant.plain);
+#else
+    EXPECT_EQ(r.chain.plan.tile_records, variant.tile);
+    EXPECT_EQ(r.chain.plan.stages, variant.stages);
+    EXPECT_EQ(r.chain.plan.staging, variant.staging);
+    EXPECT_EQ(r.staging.tiles, steps * r.chain.plan.tiles);
+    EXPECT_EQ(r.staging.staged_tiles, variant.staging == cpu_staging::ring ? steps * r.chain.plan.tiles : 0u);
+#endif
     // Each cell's adjoint is computed by the same expression whatever the tiling: the same bits.
     EXPECT_TRUE(testing::same_bits(r.gradient, base.gradient));
   }
@@ -125,7 +125,9 @@ TEST_F(AllenCahn, CapturedReverseGivesTheSameBitsInOneLaunch)
     ac::gradient_result<float> const plain = ac::gradient(ac::problem{s.n, s.steps}, u0, o);
     o.capture_reverse = true;
     ac::gradient_result<float> const replayed = ac::gradient(ac::problem{s.n, s.steps}, u0, o);
-    if constexpr (testing::on_gpu) { EXPECT_TRUE(replayed.chain.graph_captured) << "a CUDA Graph"; }
+#if defined(TAPEFLOW_TEST_ON_GPU)
+    EXPECT_TRUE(replayed.chain.graph_captured) << "a CUDA Graph";
+#endif
     EXPECT_EQ(replayed.chain.program_launches, 1u);
     EXPECT_TRUE(testing::same_bits(replayed.gradient, plain.gradient));
     EXPECT_EQ(device_memory_usage(testing::target).current_bytes, 0u);
@@ -142,19 +144,19 @@ TEST_F(AllenCahn, BadInputIsATypedErrorAndLeavesTheRuntimeUsable)
   ac::options budget = o;
   budget.budget_bytes = 100;  // less than one 256-byte layer
   EXPECT_THROW(static_cast<void>(ac::gradient(ac::problem{8, 5}, u0, budget)), budget_error);
-  if constexpr (testing::on_gpu) {
-    ac::options too_big = o;
-    too_big.pipeline.tile_records = 1 << 20;
-    too_big.pipeline.stages = 4;
-    EXPECT_THROW(static_cast<void>(ac::gradient(ac::problem{8, 5}, u0, too_big)), logic_error);
-  } else {
-    ac::options hip = o;
-    hip.kind = backend::hip;
-    EXPECT_THROW(static_cast<void>(ac::gradient(ac::problem{8, 5}, u0, hip)), unavailable_error);
-    ac::options stages = o;
-    stages.pipeline.stages = 9;
-    EXPECT_THROW(static_cast<void>(ac::gradient(ac::problem{8, 5}, u0, stages)), logic_error);
-  }
+#if defined(TAPEFLOW_TEST_ON_GPU)
+  ac::options too_big = o;
+  too_big.pipeline.tile_records = 1 << 20;
+  too_big.pipeline.stages = 4;
+  EXPECT_THROW(static_cast<void>(ac::gradient(ac::problem{8, 5}, u0, too_big)), logic_error);
+#else
+  ac::options hip = o;
+  hip.kind = backend::hip;
+  EXPECT_THROW(static_cast<void>(ac::gradient(ac::problem{8, 5}, u0, hip)), unavailable_error);
+  ac::options stages = o;
+  stages.pipeline.stages = 9;
+  EXPECT_THROW(static_cast<void>(ac::gradient(ac::problem{8, 5}, u0, stages)), logic_error);
+#endif
   // Nothing leaked, and the runtime works afterwards.
   EXPECT_EQ(device_memory_usage(testing::target).current_bytes, 0u);
   EXPECT_NO_THROW(static_cast<void>(ac::gradient(ac::problem{8, 5}, u0, o)));

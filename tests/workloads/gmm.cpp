@@ -69,22 +69,22 @@ TEST_F(Gmm, EveryPipelineVariantAgrees)
     variant.apply(o.pipeline);
     gm::gradient_result const r = gm::gradient(p, in, o);
     ASSERT_TRUE(all_finite(r));
-    if constexpr (testing::on_gpu) {
-      EXPECT_EQ(r.plan.async_copy, !variant.plain);
-      expect_close(r, reference, 1e-10, 1e-10);
-    } else {
-      std::size_t const per_component = (151 + variant.tile - 1) / variant.tile;
-      EXPECT_EQ(r.plan.tile_records, variant.tile);
-      EXPECT_EQ(r.plan.records, p.k * per_component * variant.tile);
-      EXPECT_EQ(r.tape_bytes, r.plan.records * 16);
-      EXPECT_EQ(r.staging.tiles, p.k * per_component);
-      EXPECT_LE(r.staging.max_in_flight, static_cast<std::size_t>(variant.stages));
-      EXPECT_EQ(r.objective, reference.objective);  // the forward does not depend on the tiling
-      // Each tiling sums the N = 301 per-point terms in another order. dL/dalpha_k = sum_i r_ik -
-      // N softmax(alpha)_k cancels terms of size ~N/K down to O(1), so its rounding differences are
-      // ~N eps relative to the result (seen up to 2e-13); the other gradients do not cancel.
-      expect_close(r, reference, 1e-13, 1e-11);
-    }
+#if defined(TAPEFLOW_TEST_ON_GPU)
+    EXPECT_EQ(r.plan.async_copy, !variant.plain);
+    expect_close(r, reference, 1e-10, 1e-10);
+#else
+    std::size_t const per_component = (151 + variant.tile - 1) / variant.tile;
+    EXPECT_EQ(r.plan.tile_records, variant.tile);
+    EXPECT_EQ(r.plan.records, p.k * per_component * variant.tile);
+    EXPECT_EQ(r.tape_bytes, r.plan.records * 16);
+    EXPECT_EQ(r.staging.tiles, p.k * per_component);
+    EXPECT_LE(r.staging.max_in_flight, static_cast<std::size_t>(variant.stages));
+    EXPECT_EQ(r.objective, reference.objective);  // the forward does not depend on the tiling
+    // Each tiling sums the N = 301 per-point terms in another order. dL/dalpha_k = sum_i r_ik -
+    // N softmax(alpha)_k cancels terms of size ~N/K down to O(1), so its rounding differences are
+    // ~N eps relative to the result (seen up to 2e-13); the other gradients do not cancel.
+    expect_close(r, reference, 1e-13, 1e-11);
+#endif
   }
 }
 
@@ -116,19 +116,19 @@ TEST_F(Gmm, BadInputIsATypedErrorAndLeavesTheRuntimeUsable)
   gm::options tiles = o;
   tiles.pipeline.tile_records = 48;  // not a multiple of 32
   EXPECT_THROW(static_cast<void>(gm::gradient(p, in, tiles)), logic_error);
-  if constexpr (testing::on_gpu) {
-    gm::options threads = o;
-    threads.pipeline.block_threads = 128;
-    EXPECT_THROW(static_cast<void>(gm::gradient(p, in, threads)), logic_error);
-    gm::options huge = o;
-    huge.pipeline.tile_records = 1 << 12;  // 64 KiB tiles: no room in shared memory
-    huge.pipeline.stages = 4;
-    EXPECT_THROW(static_cast<void>(gm::gradient(p, in, huge)), logic_error);
-  } else {
-    gm::options hip = o;
-    hip.kind = backend::hip;
-    EXPECT_THROW(static_cast<void>(gm::gradient(p, in, hip)), unavailable_error);
-  }
+#if defined(TAPEFLOW_TEST_ON_GPU)
+  gm::options threads = o;
+  threads.pipeline.block_threads = 128;
+  EXPECT_THROW(static_cast<void>(gm::gradient(p, in, threads)), logic_error);
+  gm::options huge = o;
+  huge.pipeline.tile_records = 1 << 12;  // 64 KiB tiles: no room in shared memory
+  huge.pipeline.stages = 4;
+  EXPECT_THROW(static_cast<void>(gm::gradient(p, in, huge)), logic_error);
+#else
+  gm::options hip = o;
+  hip.kind = backend::hip;
+  EXPECT_THROW(static_cast<void>(gm::gradient(p, in, hip)), unavailable_error);
+#endif
   // Nothing leaked, and the runtime works afterwards.
   EXPECT_EQ(device_memory_usage(testing::target).current_bytes, 0u);
   EXPECT_NO_THROW(static_cast<void>(gm::gradient(p, in, o)));

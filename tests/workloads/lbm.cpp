@@ -35,9 +35,34 @@ lbm::options on(backend kind) { return testing::options_on<lbm::options>(kind); 
 
 class Lbm : public testing::on_target<> {};
 
+/// What a policy's chain promises whatever the precision: the budget kept, the policy resolved,
+/// prefetches for the host's layers, layers off the device when the budget does not hold the tape,
+/// Revolve's recomputations (or the mixed schedule's, as planned), nothing left allocated.
+void expect_the_policy_did_what_it_says(chain_stats const& r, tape_policy policy, int percent,
+                                        std::size_t budget_bytes, std::size_t steps)
+{
+  EXPECT_LE(r.peak_tape_bytes, budget_bytes);
+  EXPECT_EQ(r.prefetches, r.tiers.count(tier::host));
+  if (policy != tape_policy::automatic) { EXPECT_EQ(r.policy, policy); }
+  if (percent < 100) {
+    // The budget does not hold the tape: some layers left the device.
+    EXPECT_NE(r.policy, tape_policy::store);
+    EXPECT_LT(r.tiers.count(tier::device), steps);
+  }
+  if (r.policy == tape_policy::recompute) {
+    EXPECT_EQ(r.recompute_steps, revolve_forward_steps(steps, r.tiers.snapshots));
+    if (percent < 100) { EXPECT_GT(r.recompute_steps, 0u); }
+  } else if (r.policy == tape_policy::mixed) {
+    EXPECT_EQ(r.recompute_steps, r.tiers.recompute_steps);  // as planned
+  } else {
+    EXPECT_EQ(r.recompute_steps, 0u);
+  }
+  if (r.policy == tape_policy::offload && percent < 100) { EXPECT_GT(r.prefetches, 0u); }
+  EXPECT_EQ(device_memory_usage(testing::target).current_bytes, 0u);
+}
+
 /// Every policy at the full tape and at a quarter of it gives the store policy's bits within its
-/// budget, and does what it says: a resolved policy, prefetches for the host's layers, Revolve's
-/// recomputations. 48 steps: a quarter of the tape holds one layer and two snapshots of the state
+/// budget, and does what it says. 48 steps: a quarter of the tape holds one layer and two snapshots of the state
 /// (each 4.5 layers). On the CPU a small lattice in tiles of 16 records and two stages, on a GPU a
 /// lattice of many blocks; on a GPU the store policy's gradient is also the CPU backend's.
 template <class T>
@@ -73,24 +98,7 @@ void expect_every_policy_gives_the_store_bits()
     // The same kernels on the same device, whatever tier the layer lived in: the same bits.
     EXPECT_TRUE(testing::same_bits(r.gradient, store.gradient));
     EXPECT_EQ(r.loss, store.loss);
-    EXPECT_LE(r.chain.peak_tape_bytes, o.budget_bytes);
-    EXPECT_EQ(r.chain.prefetches, r.chain.tiers.count(tier::host));
-    if (policy != tape_policy::automatic) { EXPECT_EQ(r.chain.policy, policy); }
-    if (percent < 100) {
-      // The budget does not hold the tape: some layers left the device.
-      EXPECT_NE(r.chain.policy, tape_policy::store);
-      EXPECT_LT(r.chain.tiers.count(tier::device), p.steps);
-    }
-    if (r.chain.policy == tape_policy::recompute) {
-      EXPECT_EQ(r.chain.recompute_steps, revolve_forward_steps(p.steps, r.chain.tiers.snapshots));
-      if (percent < 100) { EXPECT_GT(r.chain.recompute_steps, 0u); }
-    } else if (r.chain.policy == tape_policy::mixed) {
-      EXPECT_EQ(r.chain.recompute_steps, r.chain.tiers.recompute_steps);  // as planned
-    } else {
-      EXPECT_EQ(r.chain.recompute_steps, 0u);
-    }
-    if (r.chain.policy == tape_policy::offload && percent < 100) { EXPECT_GT(r.chain.prefetches, 0u); }
-    EXPECT_EQ(device_memory_usage(testing::target).current_bytes, 0u);
+    expect_the_policy_did_what_it_says(r.chain, policy, percent, o.budget_bytes, p.steps);
   }
 }
 

@@ -5,9 +5,7 @@
 // giving the same bits and allocating nothing, every value written, bad inputs as typed errors
 // that leak nothing; a chain's every policy giving the store policy's bits within its budget; and
 // on a GPU, the CPU backend's gradient.
-#include "../reference.hpp"
-#include "../target.hpp"
-
+#include "common.hpp"
 #include "registered.hpp"
 
 #include <tapeflow/error.hpp>
@@ -16,7 +14,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,37 +32,15 @@ struct chain_on_target : std::bool_constant<runs_on_target<D>::value && D::tape 
 using on_target = wl::keep_descriptions<runs_on_target, wl::registered_workloads>::type;
 using chains_on_target = wl::keep_descriptions<chain_on_target, wl::registered_workloads>::type;
 
+/// D's options on `kind`, nothing poisoned (EveryValueIsWritten poisons).
 template <class D>
 typename D::options options_on(backend kind)
 {
-  typename D::options o;
-  o.kind = kind;
-  return o;
+  return testing::options_on<typename D::options>(kind, false);
 }
 
-/// Every value of every array finite.
-template <class T>
-bool all_finite(std::vector<std::vector<T>> const& arrays)
-{
-  for (auto const& a : arrays) {
-    for (T v : a) {
-      if (!std::isfinite(v)) { return false; }
-    }
-  }
-  return true;
-}
-
-template <class T>
-bool same_bits(std::vector<std::vector<T>> const& a, std::vector<std::vector<T>> const& b)
-{
-  if (a.size() != b.size()) { return false; }
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * sizeof(T)) != 0) {
-      return false;
-    }
-  }
-  return true;
-}
+using testing::all_finite;
+using testing::same_bits;
 
 std::size_t allocations(backend kind)
 {
@@ -73,10 +48,7 @@ std::size_t allocations(backend kind)
 }
 
 template <class D>
-class Workload : public ::testing::Test {
- protected:
-  void SetUp() override { TAPEFLOW_REQUIRE_DEVICE(testing::target); }
-};
+class Workload : public testing::on_target<> {};
 TYPED_TEST_SUITE_P(Workload);
 
 TYPED_TEST_P(Workload, GradientMatchesCentralDifferencesInDouble)

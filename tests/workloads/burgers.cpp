@@ -1,25 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Burgers workload (a stencil whose reverse reads its neighbours' records through a halo) on
-// the CPU backend, against central finite differences of an independent long-double
-// implementation.
-#include "reference.hpp"
+// The Burgers workload (a stencil whose reverse reads its neighbours' records through a halo)
+// against central finite differences of an independent long-double implementation, its tape, its
+// halo staged in place and through the CPU's staging ring, bad input. Written against the backend
+// under test (tests/target.hpp), like every workload's tests; Burgers has no GPU kernels yet, so
+// this file is compiled into the CPU backend's tests only.
+#include "common.hpp"
 
 #include <tapeflow/workloads/burgers.hpp>
-#include <tapeflow/cpu/thread_pool.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
+#include <string>
 #include <vector>
+
+static_assert(!tapeflow::testing::on_gpu, "Burgers has no GPU kernels yet: its tests are the CPU backend's");
 
 namespace tapeflow {
 namespace {
 
 namespace bg = workloads::burgers;
 using testing::real;
+
+bg::options on(backend kind) { return testing::options_on<bg::options>(kind); }
+
+class Burgers : public testing::on_target<> {};
 
 /// The scheme of kernels/burgers/math.hpp written out again, in long double, none of its code.
 real reference_loss(std::vector<real> u, bg::problem const& p)
@@ -55,74 +62,66 @@ std::vector<real> finite_differences(std::vector<real> const& u0, bg::problem co
   return g;
 }
 
-bg::options cpu_options()
-{
-  bg::options o;
-  o.kind = backend::cpu;
-  return o;
-}
-
-TEST(BurgersCpu, GradientMatchesFiniteDifferences)
+TEST_F(Burgers, GradientMatchesFiniteDifferences)
 {
   // 1, 2 and 3 cells (a record wraps onto itself), odd sizes (a partial last record), several tiles.
   for (std::size_t n : {1u, 2u, 3u, 17u, 64u}) {
     bg::problem const p{n, 9};
     std::vector<double> const u0 = bg::random_state<double>(p, testing::fresh_seed());
-    bg::gradient_result<double> const r = bg::gradient(p, u0, cpu_options());
+    bg::gradient_result<double> const r = bg::gradient(p, u0, on(testing::target));
     std::vector<real> const expect = finite_differences(testing::widen(u0), p);
     EXPECT_LT(testing::relative_error(r.gradient, expect), 1e-8) << n << " cells";
     EXPECT_NEAR(r.loss, static_cast<double>(reference_loss(testing::widen(u0), p)), 1e-12 * r.loss);
   }
 }
 
-TEST(BurgersCpu, EachValueIsTapedOnce)
+TEST_F(Burgers, EachValueIsTapedOnce)
 {
   bg::problem const p{1000, 6};
   std::vector<float> const u0 = bg::random_state<float>(p, 3);
-  bg::gradient_result<float> const r = bg::gradient(p, u0, cpu_options());
+  bg::gradient_result<float> const r = bg::gradient(p, u0, on(testing::target));
   EXPECT_EQ(r.chain.layer_bytes, 250u * 16);  // 1000 f32 values, 4 to a record: the state, once
   EXPECT_EQ(r.chain.tape_bytes, 6 * 250u * 16);
   EXPECT_EQ(r.chain.plan.halo_records, 1u);  // declared by the step, read through its tiles' windows
 }
 
-TEST(BurgersCpu, InPlaceAndTheRingWithItsHaloGiveTheSameBitsUnderEveryPolicy)
+TEST_F(Burgers, InPlaceAndTheRingWithItsHaloGiveTheSameBitsUnderEveryPolicy)
 {
   bg::problem const p{203, 12};  // 51 f32 records: tiles of 5 leave a partial one, and wrap at both ends
   std::vector<float> const u0 = bg::random_state<float>(p, testing::fresh_seed());
-  bg::gradient_result<float> const base = bg::gradient(p, u0, cpu_options());
+  bg::gradient_result<float> const base = bg::gradient(p, u0, on(testing::target));
   for (cpu_staging staging : {cpu_staging::in_place, cpu_staging::ring}) {
     for (tape_policy policy : {tape_policy::store, tape_policy::offload, tape_policy::recompute}) {
       for (std::size_t threads : {1u, 3u}) {
-        cpu::set_threads(threads);
-        bg::options o = cpu_options();
+        SCOPED_TRACE(std::string{to_string(staging)} + ", " + std::string{to_string(policy)} + ", " +
+                     std::to_string(threads) + " threads");
+        testing::scoped_cpu_threads const pool(threads);
+        bg::options o = on(testing::target);
         o.pipeline.staging = staging;
         o.pipeline.tile_records = 5;
         o.pipeline.stages = 3;
         o.policy = policy;
-        o.poison = true;
         bg::gradient_result<float> const r = bg::gradient(p, u0, o);
-        cpu::set_threads(0);
-        EXPECT_EQ(std::memcmp(r.gradient.data(), base.gradient.data(), u0.size() * sizeof(float)), 0)
-          << to_string(staging) << ", " << to_string(policy) << ", " << threads << " threads";
+        EXPECT_TRUE(testing::same_bits(r.gradient, base.gradient));
         EXPECT_EQ(r.staging.staged_tiles, staging == cpu_staging::ring ? p.steps * r.chain.plan.tiles : 0u);
       }
     }
   }
-  EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, 0u);
+  EXPECT_EQ(device_memory_usage(testing::target).current_bytes, 0u);
 }
 
-TEST(BurgersCpu, PrimalMatchesTheReference)
+TEST_F(Burgers, PrimalMatchesTheReference)
 {
   bg::problem const p{50, 7};
   std::vector<double> const u0 = bg::random_state<double>(p, testing::fresh_seed());
-  std::vector<double> const uT = bg::primal(p, u0, cpu_options());
+  std::vector<double> const uT = bg::primal(p, u0, on(testing::target));
   EXPECT_NEAR(bg::loss(uT), static_cast<double>(reference_loss(testing::widen(u0), p)), 1e-13);
 }
 
-TEST(BurgersCpu, BadInputIsATypedError)
+TEST_F(Burgers, BadInputIsATypedError)
 {
   std::vector<float> const u0(8, 0.1f);
-  bg::options const o = cpu_options();
+  bg::options const o = on(testing::target);
   EXPECT_THROW(static_cast<void>(bg::gradient(bg::problem{9, 3}, u0, o)), logic_error);  // 8 != 9
   EXPECT_THROW(static_cast<void>(bg::gradient(bg::problem{8, 0}, u0, o)), logic_error);
   EXPECT_THROW(static_cast<void>(bg::gradient(bg::problem{8, 3, 0.1, 0.6}, u0, o)), logic_error);  // unstable

@@ -8,7 +8,7 @@
 # headers clang-19 parses: 12.5's cuda/barrier has an asm operand list clang rejects) and CUDA 13's
 # cuBLAS header for the LSTM. Device side only (--cuda-device-only -S: the PTX clang generates),
 # which is where clang and nvcc differ; the host side is the same C++ g++ already builds.
-# Usage: .ci/clang-cuda-check.sh [TOOLKIT_DIR]   (default build/clang-cuda12)
+# Usage: .ci/clang-cuda-check.sh [TOOLKIT_DIR]   (default build/clang-cuda12; configures build/cpu if absent)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="${1:-build/clang-cuda12}"
@@ -33,12 +33,17 @@ if [ ! -f "$root/include/cuda_runtime.h" ] || [ ! -f "$root/nvvm/libdevice/libde
 fi
 cuda13=/usr/local/cuda/include  # only for what the CUDA 12 wheels lack (cublas_v2.h), searched last
 
-sources=$(ls kernels/*/cuda.cu tests/*.cu bench/*.cu bench/suites/*.cu)
+# The workloads' public names (<tapeflow/workloads/...>) are forwarding headers a configured build
+# tree generates (cmake/TapeflowWorkloads.cmake); the CPU-only preset's configure step makes them.
+tree=build/cpu
+[ -f "$tree/include/tapeflow/workloads/registry.hpp" ] || cmake --preset cpu >/dev/null
+
+sources=$(ls kernels/*/cuda.cu tests/*.cu bench/*.cu)
 count=0
 for source in $sources; do
   for arch in sm_80 sm_90; do
     clang++-19 -x cuda --cuda-path="$root" --cuda-gpu-arch="$arch" --cuda-device-only -Wno-unknown-cuda-version \
-      -std=c++17 -O2 -Werror -Wno-deprecated-declarations -DTAPEFLOW_HAS_CUDA=1 -Iinclude -Ikernels -Itests -Ibench -Iapps/tapeflow -idirafter "$cuda13" \
+      -std=c++17 -O2 -Werror -Wno-deprecated-declarations -DTAPEFLOW_HAS_CUDA=1 -Iinclude -I"$tree/include" -Ikernels -Itests -Ibench -Iapps/tapeflow -idirafter "$cuda13" \
       -S "$source" -o /dev/null
     count=$((count + 1))
   done

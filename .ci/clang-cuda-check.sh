@@ -38,7 +38,7 @@ cuda13=/usr/local/cuda/include  # only for what the CUDA 12 wheels lack (cublas_
 tree=build/cpu
 [ -f "$tree/include/tapeflow/workloads/registry.hpp" ] || cmake --preset cpu >/dev/null
 
-sources=$(ls kernels/*/cuda.cu tests/*.cu bench/*.cu)
+sources=$(ls kernels/*/cuda.cu tests/*.cu tests/stencil/*.cu bench/*.cu)
 count=0
 for source in $sources; do
   for arch in sm_80 sm_90; do

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Proof that the emulated tests can fail (docs/emulation.md): applies one mutation at a time to the
 # tile pipelines (include/tapeflow/device/tile_pipeline.cuh) — a barrier removed, a wait removed, a
-# tile staged into the wrong slot, the last tile dropped — rebuilds the emulated GPU tests and runs
-# them, and prints which tests each mutation fails. The source is restored afterwards.
+# tile staged into the wrong slot, the last tile dropped — and to the stencil segments' tile program
+# (include/tapeflow/stencil/tile_program.hpp) — a barrier between levels removed, a halo one cell
+# short — rebuilds the emulated GPU tests and runs them, and prints which tests each mutation fails.
+# The sources are restored afterwards.
 #
 #   tests/emulated_mutations.sh [BUILD_DIR]      (a configured build with TAPEFLOW_EMULATED=ON)
 #
@@ -11,35 +13,46 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/test}
-file=include/tapeflow/device/tile_pipeline.cuh
-backup=$(mktemp)
-cp "$file" "$backup"
-trap 'cp "$backup" "$file"; rm -f "$backup"' EXIT
+pipeline=include/tapeflow/device/tile_pipeline.cuh
+program=include/tapeflow/stencil/tile_program.hpp
+backups=$(mktemp -d)
+cp "$pipeline" "$backups/pipeline"
+cp "$program" "$backups/program"
+trap 'cp "$backups/pipeline" "$pipeline"; cp "$backups/program" "$program"; rm -rf "$backups"' EXIT
 
-# name | exact text to find | replacement (one occurrence each)
+# file | name | exact text to find | replacement (one occurrence each)
 mutations=(
-  "register: no barrier before the store|      __syncthreads();  // every thread is done with the previous tile in shared memory|"
-  "register: no barrier after the store|      store(tile);
+  "pipeline|register: no barrier before the store|      __syncthreads();  // every thread is done with the previous tile in shared memory|"
+  "pipeline|register: no barrier after the store|      store(tile);
       __syncthreads();|      store(tile);"
-  "cp.async: no consumer wait|      cuda::pipeline_consumer_wait_prior<Stages - 1>(pipe);  // this thread's chunks of tile k|"
-  "cp.async: wait for one group too few|      cuda::pipeline_consumer_wait_prior<Stages - 1>(pipe);|      cuda::pipeline_consumer_wait_prior<Stages>(pipe);"
-  "cp.async: no barrier before the consumer|      __syncthreads();                                         // everyone's chunks of tile k|"
-  "cp.async: no barrier before the refill|      __syncthreads();  // every thread is done with the slot before tile k + Stages refills it|"
-  "cp.async: staged into the wrong slot|slots + (fetched % Stages) * tile_records|slots + ((fetched + 1) % Stages) * tile_records"
-  "bulk: no wait on the barrier|      full[k % Stages].wait_parity(((k / Stages) & 1) != 0);|"
-  "bulk: waits on the wrong parity|      full[k % Stages].wait_parity(((k / Stages) & 1) != 0);|      full[k % Stages].wait_parity(((k / Stages) & 1) == 0);"
-  "bulk: no barrier before the refill|      __syncthreads();  // every thread is done with the slot before the engine refills it|"
-  "every pipeline: the last tile dropped|    return block < tiles ? (tiles - block + grid - 1) / grid : 0;|    return block < tiles ? (tiles - block) / grid : 0;"
-  "every pipeline: tiles walked first-first|    return tiles - 1 - (block + k * grid);|    return block + k * grid;"
+  "pipeline|cp.async: no consumer wait|      cuda::pipeline_consumer_wait_prior<Stages - 1>(pipe);  // this thread's chunks of tile k|"
+  "pipeline|cp.async: wait for one group too few|      cuda::pipeline_consumer_wait_prior<Stages - 1>(pipe);|      cuda::pipeline_consumer_wait_prior<Stages>(pipe);"
+  "pipeline|cp.async: no barrier before the consumer|      __syncthreads();                                         // everyone's chunks of tile k|"
+  "pipeline|cp.async: no barrier before the refill|      __syncthreads();  // every thread is done with the slot before tile k + Stages refills it|"
+  "pipeline|cp.async: staged into the wrong slot|slots + (fetched % Stages) * tile_records|slots + ((fetched + 1) % Stages) * tile_records"
+  "pipeline|bulk: no wait on the barrier|      full[k % Stages].wait_parity(((k / Stages) & 1) != 0);|"
+  "pipeline|bulk: waits on the wrong parity|      full[k % Stages].wait_parity(((k / Stages) & 1) != 0);|      full[k % Stages].wait_parity(((k / Stages) & 1) == 0);"
+  "pipeline|bulk: no barrier before the refill|      __syncthreads();  // every thread is done with the slot before the engine refills it|"
+  "pipeline|every pipeline: the last tile dropped|    return block < tiles ? (tiles - block + grid - 1) / grid : 0;|    return block < tiles ? (tiles - block) / grid : 0;"
+  "pipeline|every pipeline: tiles walked first-first|    return tiles - 1 - (block + k * grid);|    return block + k * grid;"
+  "program|stencil: no barrier between recomputed levels|      step_level(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i));
+      team.sync();|      step_level(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i));"
+  "program|stencil: no barrier between adjoint levels|      team.sync();
+      lb = b;|      lb = b;"
+  "program|stencil: the checkpoint's halo one cell short|    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i)); };|    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i) - (i == 0 ? 1 : 0)); };"
 )
 
 status=0
 for entry in "${mutations[@]}"; do
+  target=${entry%%|*}
+  entry=${entry#*|}
   name=${entry%%|*}
   rest=${entry#*|}
   find=${rest%%|*}
   replace=${rest#*|}
-  cp "$backup" "$file"
+  cp "$backups/pipeline" "$pipeline"
+  cp "$backups/program" "$program"
+  file=${!target}
   python3 - "$file" "$find" "$replace" <<'PY'
 import sys
 path, find, replace = sys.argv[1:]

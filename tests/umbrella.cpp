@@ -14,6 +14,7 @@ static_assert(std::is_class_v<tapeflow::thread_tape_options>);
 static_assert(std::is_class_v<tapeflow::captured_program>);
 static_assert(std::is_class_v<tapeflow::dual<double>>);
 static_assert(std::is_base_of_v<tapeflow::error, tapeflow::budget_error>);
+static_assert(std::is_class_v<tapeflow::stencil::segment_plan>);
 
 int main()
 {

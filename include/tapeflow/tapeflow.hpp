@@ -4,7 +4,8 @@
 // or HIP toolkit.
 //
 // Device code (kernels) includes its own entry points: <tapeflow/device/tile_pipeline.cuh>,
-// <tapeflow/device/launch.cuh>, <tapeflow/device/enzyme.cuh>, <tapeflow/device/platform.hpp>.
+// <tapeflow/device/launch.cuh>, <tapeflow/device/enzyme.cuh>, <tapeflow/device/platform.hpp>,
+// <tapeflow/stencil/device.cuh> (a stencil's segments on a GPU).
 // The shipped workloads have theirs (docs/guide.md).
 #pragma once
 
@@ -31,6 +32,7 @@
 #include <tapeflow/revolve.hpp>       // Revolve schedules
 #include <tapeflow/schedule.hpp>      // the mixed schedule: device, host and recompute per step
 #include <tapeflow/step.hpp>          // the Step contract, is_step_v, has_parameters_v
+#include <tapeflow/stencil/cpu.hpp>   // stencils: segments of k steps (plan_segments, cpu_segments)
 #include <tapeflow/stream.hpp>        // stream_view, stream, event
 #include <tapeflow/tape.hpp>          // tape, layer, tape_writer, tape_reader
 #include <tapeflow/thread_tape.hpp>   // the per-thread tape arena

@@ -75,6 +75,10 @@ class tape_reader {
   {
     return layout_.count(t);
   }
+  /// The whole layer, for a reverse that reads it as one array rather than tile by tile (a
+  /// stencil segment's checkpoint, whose halos reach into every neighbouring tile).
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE R const* data() const noexcept { return records_; }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t size() const noexcept { return layout_.records; }
 
  private:
   R const* records_{nullptr};

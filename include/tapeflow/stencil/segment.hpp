@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+// Segments of k time steps of a stencil, planned (plan_segments) and run as one chain Step each
+// (segment_step): the chain's layer of segment j is its checkpoint u_{jk} — the state itself, kept
+// without a copy (tapes_state) — its forward advances k steps per launch, and its reverse
+// recomputes the k states of the segment on chip and runs their k adjoint steps there
+// (tile_program.hpp). Every tier and policy of the chain then works at segment granularity.
+// docs/stencils.md explains the halos, the bytes and the choice of k.
+#pragma once
+
+#include <tapeflow/backend.hpp>
+#include <tapeflow/device/views.hpp>
+#include <tapeflow/error.hpp>
+#include <tapeflow/plan.hpp>
+#include <tapeflow/record.hpp>
+#include <tapeflow/stencil/stencil.hpp>
+#include <tapeflow/stencil/tile_program.hpp>
+#include <tapeflow/stream.hpp>
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+namespace tapeflow::stencil {
+
+/// The longest segment the planner considers, and the longest one may ask for.
+inline constexpr int max_segment_steps = 16;
+
+/// What a caller asks of the segment planner. Zero means "choose for me".
+struct segment_request {
+  int k{0};               ///< steps per segment (--segment K); 0: the planner picks
+  tile_extent tile{0, 0, 0};  ///< cells of a tile along each axis
+  int block_threads{0};   ///< GPU threads per tile
+};
+
+/// What the segment planner decided.
+struct segment_plan {
+  backend kind{backend::cpu};
+  int k{1};                      ///< steps per segment
+  std::size_t steps{0};          ///< time steps in all
+  std::size_t segments{0};       ///< chain steps: ceil(steps / k)
+  tile_extent tile{};            ///< cells of a tile
+  std::size_t tiles{0};          ///< tiles covering the grid
+  int block_threads{1};          ///< threads per tile (GPU); 1 on the CPU
+  int grid_blocks{1};            ///< tiles in flight (GPU blocks, or CPU threads)
+  std::size_t scratch_bytes{0};  ///< on-chip bytes of one tile's reverse (its forward needs less)
+  std::size_t scratch_limit{0};  ///< what one tile may hold: shared memory per block, or the CPU's cache share
+  double state_bytes{0};         ///< bytes of one state
+  /// Global-memory bytes per time step of a gradient (forward + reverse, every layer on the device),
+  /// in states: halo reads included. A store-every-step gradient of a one-step kernel moves 5.
+  double states_per_step{0};
+
+  /// Time steps in segment `j` (the last one may be shorter).
+  [[nodiscard]] int steps_in(std::size_t j) const noexcept
+  {
+    std::size_t const first = j * static_cast<std::size_t>(k);
+    std::size_t const left = steps - first;
+    return left < static_cast<std::size_t>(k) ? static_cast<int>(left) : k;
+  }
+  /// One line a person can read.
+  [[nodiscard]] std::string describe() const
+  {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "segments of %d steps (%zu segments), tiles %dx%dx%d (%zu), %zu B on chip per tile, "
+                  "%.2f states moved per step",
+                  k, segments, tile.x, tile.y, tile.z, tiles, scratch_bytes, states_per_step);
+    return line;
+  }
+};
+
+namespace detail {
+
+[[nodiscard]] inline tile_extent default_tile(backend kind, int dims) noexcept
+{
+  bool const gpu = kind != backend::cpu;
+  switch (dims) {
+    case 1: return gpu ? tile_extent{1024, 1, 1} : tile_extent{4096, 1, 1};
+    case 2: return gpu ? tile_extent{32, 32, 1} : tile_extent{64, 64, 1};
+    default: return gpu ? tile_extent{8, 8, 8} : tile_extent{16, 16, 16};
+  }
+}
+
+/// Global-memory traffic of one segment of k steps, in states, per step: the forward reads u_0 on
+/// its halo box and writes u_k; the reverse reads u_0 and λ_k on their boxes and writes λ_0.
+[[nodiscard]] inline double states_per_step(segment_shape s, tile_extent t, int dims) noexcept
+{
+  double const tile = static_cast<double>(box_cells(t, dims, 0));
+  double const forward = static_cast<double>(box_cells(t, dims, s.forward_halo(0))) / tile + 1.0;
+  double const reverse = static_cast<double>(box_cells(t, dims, s.state_halo(0)) +
+                                             box_cells(t, dims, s.lambda_halo(s.k))) / tile + 1.0;
+  return (forward + reverse) / s.k;
+}
+
+}  // namespace detail
+
+/// Plans segments of stencil S over `g` for `steps` time steps on `limits`' device: the tile, and
+/// k — as asked, or the one that moves the fewest bytes per step whose reverse fits on chip (each
+/// longer segment must save at least 5 % of the bytes to be taken: past that the recomputation,
+/// not the traffic, costs). Throws logic_error for an empty grid, no steps, a tile or k the device
+/// cannot hold (naming the bytes), or axes the stencil does not have.
+template <class S>
+[[nodiscard]] segment_plan plan_segments(grid<typename S::value_type> const& g, std::size_t steps,
+                                         device_limits const& limits, segment_request const& request = {})
+{
+  static_assert(check_stencil<S>::ok);
+  using T = typename S::value_type;
+  constexpr int dims = S::dims;
+  TAPEFLOW_EXPECTS(g.cells() > 0, "a stencil's grid needs at least one cell");
+  TAPEFLOW_EXPECTS(steps > 0, "a stencil gradient needs at least one time step");
+  TAPEFLOW_EXPECTS((dims >= 2 || g.ny == 1) && (dims >= 3 || g.nz == 1),
+                   "the grid extends along an axis past the stencil's " + std::to_string(dims) + " dimension(s)");
+  TAPEFLOW_EXPECTS(request.k >= 0 && request.k <= max_segment_steps,
+                   "a segment holds 1 to " + std::to_string(max_segment_steps) + " steps, not " + std::to_string(request.k));
+
+  segment_plan p;
+  p.kind = limits.kind;
+  p.steps = steps;
+  p.state_bytes = static_cast<double>(g.cells()) * S::fields * sizeof(T);
+  tile_extent t = detail::default_tile(limits.kind, dims);
+  if (request.tile.x > 0) { t.x = request.tile.x; }
+  if (request.tile.y > 0) { t.y = request.tile.y; }
+  if (request.tile.z > 0) { t.z = request.tile.z; }
+  if (dims < 2) { t.y = 1; }
+  if (dims < 3) { t.z = 1; }
+  TAPEFLOW_EXPECTS(t.x > 0 && t.y > 0 && t.z > 0 && t.x <= 65536 && t.y <= 65536 && t.z <= 65536,
+                   "a stencil tile needs 1 to 65536 cells along each axis");
+  p.tile = t;
+  p.tiles = ((g.nx + t.x - 1) / t.x) * ((g.ny + t.y - 1) / t.y) * ((g.nz + t.z - 1) / t.z);
+
+  bool const gpu = limits.kind != backend::cpu;
+  p.scratch_limit = gpu ? limits.shared_mem_per_block : std::size_t{1} << 20;
+  reach const r = reach::of<S>();
+  auto scratch = [&](int k) {
+    segment_shape const s{k, r};
+    std::size_t const values = reverse_scratch_values(s, t, dims, S::fields);
+    std::size_t const forward = forward_scratch_values(s, t, dims, S::fields);
+    return (values > forward ? values : forward) * sizeof(T);
+  };
+
+  int const longest = static_cast<int>(steps < static_cast<std::size_t>(max_segment_steps) ? steps : max_segment_steps);
+  if (request.k > 0) {
+    TAPEFLOW_EXPECTS(static_cast<std::size_t>(request.k) <= steps,
+                     "segments of " + std::to_string(request.k) + " steps are longer than the " +
+                       std::to_string(steps) + " steps of the gradient");
+    TAPEFLOW_EXPECTS(scratch(request.k) <= p.scratch_limit,
+                     "a segment of " + std::to_string(request.k) + " steps on tiles of " + std::to_string(t.x) + "x" +
+                       std::to_string(t.y) + "x" + std::to_string(t.z) + " needs " + std::to_string(scratch(request.k)) +
+                       " bytes on chip per tile; the device gives a tile " + std::to_string(p.scratch_limit) +
+                       ": ask for a shorter segment or a smaller tile");
+    p.k = request.k;
+  } else {
+    TAPEFLOW_EXPECTS(scratch(1) <= p.scratch_limit,
+                     "a stencil tile of " + std::to_string(t.x) + "x" + std::to_string(t.y) + "x" + std::to_string(t.z) +
+                       " needs " + std::to_string(scratch(1)) + " bytes on chip for one step; the device gives a tile " +
+                       std::to_string(p.scratch_limit) + ": ask for a smaller tile");
+    p.k = 1;
+    double best = detail::states_per_step(segment_shape{1, r}, t, dims);
+    for (int k = 2; k <= longest && scratch(k) <= p.scratch_limit; ++k) {
+      double const moved = detail::states_per_step(segment_shape{k, r}, t, dims);
+      if (moved < 0.95 * best) {
+        best = moved;
+        p.k = k;
+      }
+    }
+  }
+  p.segments = (steps + static_cast<std::size_t>(p.k) - 1) / static_cast<std::size_t>(p.k);
+  p.scratch_bytes = scratch(p.k);
+  p.states_per_step = detail::states_per_step(segment_shape{p.k, r}, t, dims);
+  if (gpu) {
+    p.block_threads = request.block_threads > 0 ? request.block_threads : 256;
+    TAPEFLOW_EXPECTS(p.block_threads <= limits.max_threads_per_block,
+                     "a stencil tile's block of " + std::to_string(p.block_threads) + " threads exceeds the device's " +
+                       std::to_string(limits.max_threads_per_block));
+    int by_threads = limits.max_threads_per_multiprocessor / p.block_threads;
+    int const by_smem = static_cast<int>(limits.shared_mem_per_multiprocessor / (p.scratch_bytes + 1024));
+    int const per_sm = by_threads < by_smem ? by_threads : by_smem;
+    std::size_t const resident = static_cast<std::size_t>(limits.multiprocessors) * (per_sm > 0 ? per_sm : 1);
+    p.grid_blocks = static_cast<int>(p.tiles < resident ? p.tiles : resident);
+  } else {
+    p.block_threads = 1;
+    p.grid_blocks = limits.multiprocessors;
+  }
+  return p;
+}
+
+/// A chain Step of segments of stencil S, run by `Runner` (cpu_runner<S>, device_runner<S>):
+///   runner.advance(k, in, out, stream)                       u_k from u_0 over the whole grid
+///   runner.reverse(k, checkpoint, lambda_out, lambda_in, s)  λ_0 from λ_k and the checkpoint u_0
+///   runner.record(in, taped, padded_values, s)               the state into the tape, padding zeroed
+/// Its layer is the segment's checkpoint, the input state itself (tapes_state), so under every
+/// policy the chain keeps that buffer rather than writing a copy.
+template <class S, class Runner>
+class segment_step {
+ public:
+  using value_type = typename S::value_type;
+  using record_type = value_record<value_type, values_per_chunk<value_type>>;
+
+  segment_step(Runner runner, segment_plan plan) : runner_(std::move(runner)), plan_(std::move(plan)) {}
+
+  [[nodiscard]] segment_plan const& plan() const noexcept { return plan_; }
+  /// Chain steps: one per segment.
+  [[nodiscard]] std::size_t segments() const noexcept { return plan_.segments; }
+
+  [[nodiscard]] std::size_t state_size() const noexcept { return runner_.state_size(); }
+  [[nodiscard]] std::size_t records_per_step() const noexcept
+  {
+    return (state_size() + values_per_chunk<value_type> - 1) / values_per_chunk<value_type>;
+  }
+  [[nodiscard]] bool tapes_state() const noexcept { return true; }
+
+  void forward(std::size_t j, value_type const* in, value_type* out, stream_view s) const
+  {
+    runner_.advance(plan_.steps_in(j), in, out, s);
+  }
+
+  void augmented_forward(std::size_t j, value_type const* in, value_type* out, tape_writer<record_type> tape,
+                         stream_view s) const
+  {
+    runner_.record(in, reinterpret_cast<value_type*>(tape.data()), tape.size() * values_per_chunk<value_type>, s);
+    runner_.advance(plan_.steps_in(j), in, out, s);
+  }
+
+  void reverse(std::size_t j, tape_reader<record_type> tape, pipeline_plan const&, value_type const* lambda_out,
+               value_type* lambda_in, stream_view s) const
+  {
+    runner_.reverse(plan_.steps_in(j), reinterpret_cast<value_type const*>(tape.data()), lambda_out, lambda_in, s);
+  }
+
+ private:
+  Runner runner_;
+  segment_plan plan_;
+};
+
+}  // namespace tapeflow::stencil

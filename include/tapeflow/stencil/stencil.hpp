@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: Apache-2.0
+// A stencil, as tapeflow's segment steps take it (docs/stencils.md): a state of `fields` values per
+// cell on a 1-, 2- or 3-D grid, advanced one time step by a per-cell function of the values at a
+// fixed set of taps, and that function's adjoint. The per-cell math is the user's, written once as
+// host+device functions; the library owns the loops, the tiles, the halos and the segments.
+//
+//   struct heat {
+//     using value_type = float;
+//     static constexpr int dims = 2;                      // 1, 2 or 3
+//     static constexpr int fields = 1;                    // values per cell
+//     using forward_taps = stencil::taps<stencil::tap<0, 0>, stencil::tap<-1, 0>, stencil::tap<1, 0>,
+//                                        stencil::tap<0, -1>, stencil::tap<0, 1>>;
+//     // u' of one cell: u holds the values at forward_taps (in their order), out one per field
+//     TAPEFLOW_HOST_DEVICE void forward(float const* u, float* out) const;
+//
+//     // the adjoint, in gather form: λ of one cell from u at forward_taps and the next step's λ
+//     // at adjoint_taps (fields * ... values: g[t] is λ'(field of tap t) at tap t)
+//     using adjoint_taps = stencil::taps<...>;
+//     TAPEFLOW_HOST_DEVICE void adjoint(float const* u, float const* g, float* lambda) const;
+//
+//     // or in scatter form (the reverse of `forward`, as Enzyme makes it): from u at forward_taps
+//     // and the cell's own λ' (one per field), each tap's share of the adjoint (one per tap)
+//     TAPEFLOW_HOST_DEVICE void reverse(float const* u, float const* g, float* contributions) const;
+//   };
+//
+// The state is field-major and x fastest: value (f, x, y, z) is state[f * cells + (z * ny + y) * nx
+// + x]. A tap reads field `Field` at the cell offset by (DX, DY, DZ); DY and DZ must be 0 where the
+// grid has fewer dimensions. A scatter-form adjoint is applied as a gather, offset by offset in tap
+// order, so that the gradient is the same bits on every backend and in every run.
+#pragma once
+
+#include <tapeflow/config.hpp>
+#include <tapeflow/error.hpp>
+
+#include <cstddef>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace tapeflow::stencil {
+
+namespace detail {
+[[nodiscard]] constexpr int farthest(int dx, int dy, int dz) noexcept
+{
+  int const x = dx < 0 ? -dx : dx;
+  int const y = dy < 0 ? -dy : dy;
+  int const z = dz < 0 ? -dz : dz;
+  int const xy = x > y ? x : y;
+  return xy > z ? xy : z;
+}
+}  // namespace detail
+
+/// One value a stencil reads for a cell: field `Field` at the cell offset by (DX, DY, DZ).
+template <int DX, int DY = 0, int DZ = 0, int Field = 0>
+struct tap {
+  static constexpr int dx = DX;
+  static constexpr int dy = DY;
+  static constexpr int dz = DZ;
+  static constexpr int field = Field;
+  /// The farthest the tap reaches along any axis.
+  static constexpr int reach = detail::farthest(DX, DY, DZ);
+};
+
+/// The taps of a per-cell function, in the order it receives their values.
+template <class... Taps>
+struct taps {
+  static constexpr int size = sizeof...(Taps);
+  /// The farthest any tap reaches (the stencil's radius).
+  static constexpr int radius = [] {
+    int r = 0;
+    ((r = Taps::reach > r ? Taps::reach : r), ...);
+    return r;
+  }();
+  template <int I>
+  using at = std::tuple_element_t<I, std::tuple<Taps...>>;
+};
+
+namespace detail {
+template <class F, class List, int... I>
+TAPEFLOW_HOST_DEVICE inline void each_tap(F& f, std::integer_sequence<int, I...>)
+{
+  (f(typename List::template at<I>{}, std::integral_constant<int, I>{}), ...);
+}
+}  // namespace detail
+
+/// Calls f(tap{}, std::integral_constant<int, i>{}) for each tap of `List`, in order, unrolled.
+template <class List, class F>
+TAPEFLOW_HOST_DEVICE inline void for_each_tap(F&& f)
+{
+  detail::each_tap<F, List>(f, std::make_integer_sequence<int, List::size>{});
+}
+
+/// What lies beyond the grid's edges.
+enum class boundary {
+  periodic,  ///< the grid wraps around along every axis
+  fixed,     ///< every cell outside holds `ghost` at every step; its adjoint is dropped
+};
+
+[[nodiscard]] constexpr char const* to_string(boundary b) noexcept
+{
+  return b == boundary::periodic ? "periodic" : "fixed";
+}
+
+/// The grid a stencil runs on: extents along x (fastest), y and z (1 where the stencil has fewer
+/// dimensions), and its boundary.
+template <class T>
+struct grid {
+  std::size_t nx{1};
+  std::size_t ny{1};
+  std::size_t nz{1};
+  boundary edge{boundary::periodic};
+  T ghost{};  ///< the value of every cell outside a fixed grid
+
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t cells() const noexcept { return nx * ny * nz; }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t extent(int axis) const noexcept
+  {
+    return axis == 0 ? nx : axis == 1 ? ny : nz;
+  }
+};
+
+// ---- the contract, checked once -------------------------------------------------------------------
+
+namespace detail {
+template <class S, class = void>
+struct has_gather : std::false_type {};
+template <class S>
+struct has_gather<S, std::void_t<typename S::adjoint_taps,
+                                 decltype(std::declval<S const&>().adjoint(
+                                   std::declval<typename S::value_type const*>(),
+                                   std::declval<typename S::value_type const*>(), std::declval<typename S::value_type*>()))>>
+  : std::true_type {};
+
+template <class S, class = void>
+struct has_scatter : std::false_type {};
+template <class S>
+struct has_scatter<S, std::void_t<decltype(std::declval<S const&>().reverse(
+                        std::declval<typename S::value_type const*>(), std::declval<typename S::value_type const*>(),
+                        std::declval<typename S::value_type*>()))>> : std::true_type {};
+
+template <class S, class = void>
+struct has_forward : std::false_type {};
+template <class S>
+struct has_forward<S, std::void_t<typename S::forward_taps,
+                                  decltype(std::declval<S const&>().forward(std::declval<typename S::value_type const*>(),
+                                                                            std::declval<typename S::value_type*>()))>>
+  : std::true_type {};
+
+template <int Dims, class List>
+struct taps_fit;
+template <int Dims, class... Ts>
+struct taps_fit<Dims, taps<Ts...>> {
+  template <class S>
+  static constexpr bool fields_ok = ((Ts::field >= 0 && Ts::field < S::fields) && ...);
+  static constexpr bool axes_ok = ((Dims >= 2 || Ts::dy == 0) && ...) && ((Dims >= 3 || Ts::dz == 0) && ...);
+};
+}  // namespace detail
+
+/// True when S's adjoint is given in gather form (adjoint_taps and adjoint()), which is used where
+/// both forms are given; false when only the scatter form (reverse()) is.
+template <class S>
+inline constexpr bool is_gather_v = detail::has_gather<S>::value;
+
+/// Checks the contract at the top of this file, one message per mistake.
+template <class S>
+struct check_stencil {
+  static_assert(std::is_floating_point_v<typename S::value_type>, "tapeflow::stencil: value_type must be float or double");
+  static_assert(S::dims >= 1 && S::dims <= 3, "tapeflow::stencil: dims must be 1, 2 or 3");
+  static_assert(S::fields >= 1, "tapeflow::stencil: fields (values per cell) must be at least 1");
+  static_assert(detail::has_forward<S>::value,
+                "tapeflow::stencil: the stencil needs `using forward_taps = stencil::taps<...>;` and "
+                "`void forward(value_type const* u, value_type* out) const`");
+  static_assert(detail::has_gather<S>::value || detail::has_scatter<S>::value,
+                "tapeflow::stencil: the stencil needs an adjoint: `using adjoint_taps = ...;` with `void adjoint("
+                "value_type const* u, value_type const* g, value_type* lambda) const` (gather form), or `void "
+                "reverse(value_type const* u, value_type const* g, value_type* contributions) const` (scatter form)");
+  static_assert(std::is_trivially_copyable_v<S>, "tapeflow::stencil: a stencil is copied to the device: it must be "
+                                                 "trivially copyable (its coefficients as plain members)");
+  static_assert(detail::taps_fit<S::dims, typename S::forward_taps>::template fields_ok<S> &&
+                  detail::taps_fit<S::dims, typename S::forward_taps>::axes_ok,
+                "tapeflow::stencil: a forward tap names a field past `fields` or an axis past `dims`");
+  static constexpr bool ok = true;
+};
+
+/// How far one time step and its adjoint reach: what a segment's halos are made of.
+struct reach {
+  int forward{0};  ///< u_{t+1} at a cell needs u_t this far away
+  int lambda{0};   ///< λ_t at a cell needs λ_{t+1} this far away
+  int state{0};    ///< λ_t at a cell needs u_t this far away
+
+  template <class S>
+  [[nodiscard]] static constexpr reach of() noexcept
+  {
+    static_assert(check_stencil<S>::ok);
+    int const r = S::forward_taps::radius;
+    if constexpr (is_gather_v<S>) {
+      return {r, S::adjoint_taps::radius, r};
+    } else {
+      return {r, r, 2 * r};  // λ_t(x) gathers reverse() of the cells x - offset, which read u around them
+    }
+  }
+};
+
+// ---- the shape of one segment of k steps on one tile ----------------------------------------------
+
+/// A tile of the grid: its extents along each axis (1 past the stencil's dimensions).
+struct tile_extent {
+  int x{1};
+  int y{1};
+  int z{1};
+};
+
+/// Cells of a box of `t` grown by `halo` along each of the first `dims` axes.
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t box_cells(tile_extent t, int dims, int halo) noexcept
+{
+  std::size_t const bx = static_cast<std::size_t>(t.x + 2 * halo);
+  std::size_t const by = dims >= 2 ? static_cast<std::size_t>(t.y + 2 * halo) : 1;
+  std::size_t const bz = dims >= 3 ? static_cast<std::size_t>(t.z + 2 * halo) : 1;
+  return bx * by * bz;
+}
+
+/// The halos of a segment of `k` steps on one tile. The reverse of the segment computes λ_i on the
+/// tile grown by i·lambda (i = k-1 .. 0) from λ_{i+1} and u_i; u_i is recomputed from the segment's
+/// checkpoint u_0 on the tile grown by state_halo(i), wide enough for every later level it feeds.
+struct segment_shape {
+  int k{1};
+  reach r{};
+
+  /// Halo of the recomputed u_i (0 <= i < k) in the reverse.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr int state_halo(int i) const noexcept
+  {
+    return (k - 1) * r.lambda + r.state + (k - 1 - i) * r.forward;
+  }
+  /// Halo of λ_i (0 <= i <= k) in the reverse.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr int lambda_halo(int i) const noexcept { return i * r.lambda; }
+  /// Halo of u_i (0 <= i <= k) in the forward of a segment.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr int forward_halo(int i) const noexcept { return (k - i) * r.forward; }
+};
+
+/// Values (of every field) a tile's reverse of a k-step segment holds at once: the k levels of u
+/// and two of λ. The forward holds two levels of u.
+[[nodiscard]] constexpr std::size_t reverse_scratch_values(segment_shape s, tile_extent t, int dims, int fields) noexcept
+{
+  std::size_t v = 0;
+  for (int i = 0; i < s.k; ++i) { v += box_cells(t, dims, s.state_halo(i)); }
+  return (v + 2 * box_cells(t, dims, s.lambda_halo(s.k))) * static_cast<std::size_t>(fields);
+}
+[[nodiscard]] constexpr std::size_t forward_scratch_values(segment_shape s, tile_extent t, int dims, int fields) noexcept
+{
+  return 2 * box_cells(t, dims, s.forward_halo(0)) * static_cast<std::size_t>(fields);
+}
+
+}  // namespace tapeflow::stencil

@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tile program of a stencil segment, written once for every backend: what the threads working
+// on one tile do to advance it k steps, and to run the reverse of those k steps from the segment's
+// checkpoint. A Team says how the tile's cells are shared out and how its threads wait for each
+// other: one CPU thread walking the cells in order (solo_team, here), or a GPU block striding over
+// them with a barrier between levels (block_team, tapeflow/stencil/device.cuh). Every level lives
+// in the team's scratch (shared memory on a GPU, a cache-sized buffer on the CPU); only the
+// checkpoint, λ at the segment's end, and the results cross global memory.
+//
+// Each value is computed by the same per-cell function from the same inputs in the same order
+// whatever k is and whichever team runs it, so the gradient's bits do not depend on k.
+#pragma once
+
+#include <tapeflow/config.hpp>
+#include <tapeflow/stencil/stencil.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tapeflow::stencil {
+
+/// A box of cells: its origin in grid coordinates (it may reach past the grid's edges) and its
+/// extents. Values of a box are stored field by field, x fastest.
+struct box {
+  std::int64_t x0{0};
+  std::int64_t y0{0};
+  std::int64_t z0{0};
+  int ex{1};
+  int ey{1};
+  int ez{1};
+
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t cells() const noexcept
+  {
+    return static_cast<std::size_t>(ex) * static_cast<std::size_t>(ey) * static_cast<std::size_t>(ez);
+  }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t at(int x, int y, int z) const noexcept
+  {
+    return (static_cast<std::size_t>(z) * static_cast<std::size_t>(ey) + static_cast<std::size_t>(y)) *
+             static_cast<std::size_t>(ex) +
+           static_cast<std::size_t>(x);
+  }
+};
+
+/// The tile at `origin` grown by `halo` along the first `dims` axes.
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr box grown(box tile, int dims, int halo) noexcept
+{
+  box b = tile;
+  b.x0 -= halo;
+  b.ex += 2 * halo;
+  if (dims >= 2) {
+    b.y0 -= halo;
+    b.ey += 2 * halo;
+  }
+  if (dims >= 3) {
+    b.z0 -= halo;
+    b.ez += 2 * halo;
+  }
+  return b;
+}
+
+/// One CPU thread working a tile: cells in storage order, nothing to wait for.
+struct solo_team {
+  template <class F>
+  TAPEFLOW_HOST_DEVICE void for_each(box const& b, F&& f) const
+  {
+    for (int z = 0; z < b.ez; ++z) {
+      for (int y = 0; y < b.ey; ++y) {
+        for (int x = 0; x < b.ex; ++x) { f(x, y, z); }
+      }
+    }
+  }
+  TAPEFLOW_HOST_DEVICE void sync() const noexcept {}
+};
+
+/// The tile program of stencil S on grid `g`: advance() and reverse() of one tile.
+template <class S>
+struct tile_program {
+  using T = typename S::value_type;
+  static constexpr int dims = S::dims;
+  static constexpr int fields = S::fields;
+  using forward_taps = typename S::forward_taps;
+
+  S stencil;
+  grid<T> g;
+  reach r;
+  tile_extent tile;
+
+  // ---- where a grid coordinate lies ---------------------------------------------------------------
+
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE static std::int64_t wrap(std::int64_t v, std::size_t n) noexcept
+  {
+    auto const m = static_cast<std::int64_t>(n);
+    v %= m;
+    return v < 0 ? v + m : v;
+  }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE bool inside(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
+  {
+    return x >= 0 && y >= 0 && z >= 0 && x < static_cast<std::int64_t>(g.nx) && y < static_cast<std::int64_t>(g.ny) &&
+           z < static_cast<std::int64_t>(g.nz);
+  }
+  /// Index of (x, y, z) in a state array, wrapped onto the grid (periodic) or as it is (fixed,
+  /// inside only).
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t cell_of(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
+  {
+    if (g.edge == boundary::periodic) {
+      x = wrap(x, g.nx);
+      y = wrap(y, g.ny);
+      z = wrap(z, g.nz);
+    }
+    return (static_cast<std::size_t>(z) * g.ny + static_cast<std::size_t>(y)) * g.nx + static_cast<std::size_t>(x);
+  }
+
+  /// The tile whose first cell is tile number `index` of the grid's tiles (x fastest).
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE box tile_box(std::size_t index) const noexcept
+  {
+    std::size_t const tx = (g.nx + tile.x - 1) / tile.x;
+    std::size_t const ty = (g.ny + tile.y - 1) / tile.y;
+    box b;
+    b.x0 = static_cast<std::int64_t>(index % tx) * tile.x;
+    b.y0 = static_cast<std::int64_t>((index / tx) % ty) * tile.y;
+    b.z0 = static_cast<std::int64_t>(index / (tx * ty)) * tile.z;
+    b.ex = tile.x;
+    b.ey = dims >= 2 ? tile.y : 1;
+    b.ez = dims >= 3 ? tile.z : 1;
+    return b;
+  }
+  /// Tiles covering the grid.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t tiles() const noexcept
+  {
+    return ((g.nx + tile.x - 1) / tile.x) * ((g.ny + tile.y - 1) / tile.y) * ((g.nz + tile.z - 1) / tile.z);
+  }
+
+  // ---- one level from the one before ---------------------------------------------------------------
+
+  /// Local coordinates of a level's cell, shifted by `s` along the active axes (the level below
+  /// is s cells wider on each side).
+  struct shift {
+    int x, y, z;
+  };
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE static constexpr shift by(int s) noexcept
+  {
+    return {s, dims >= 2 ? s : 0, dims >= 3 ? s : 0};
+  }
+
+  /// The values at the forward taps around local cell (x, y, z) of `level` (stored on `b`), the
+  /// cell's coordinates in `b` being (x, y, z) + sh.
+  TAPEFLOW_HOST_DEVICE static void gather_taps(T const* level, box const& b, int x, int y, int z, shift sh, T* u)
+  {
+    std::size_t const plane = b.cells();
+    for_each_tap<forward_taps>([&](auto t, auto i) {
+      using tp = decltype(t);
+      u[decltype(i)::value] =
+        level[tp::field * plane + b.at(x + sh.x + tp::dx, y + sh.y + tp::dy, z + sh.z + tp::dz)];
+    });
+  }
+
+  /// u_{i+1} on `next` from u_i on `prev` (rf cells wider): cells outside a fixed grid hold the ghost.
+  template <class Team>
+  TAPEFLOW_HOST_DEVICE void step_level(Team const& team, T const* prev, box const& pb, T* next, box const& nb) const
+  {
+    shift const sh = by(r.forward);
+    std::size_t const plane = nb.cells();
+    team.for_each(nb, [&](int x, int y, int z) {
+      std::size_t const c = nb.at(x, y, z);
+      if (g.edge == boundary::fixed && !inside(nb.x0 + x, nb.y0 + y, nb.z0 + z)) {
+        for (int f = 0; f < fields; ++f) { next[f * plane + c] = g.ghost; }
+        return;
+      }
+      T u[forward_taps::size];
+      T out[fields];
+      gather_taps(prev, pb, x, y, z, sh, u);
+      stencil.forward(u, out);
+      for (int f = 0; f < fields; ++f) { next[f * plane + c] = out[f]; }
+    });
+  }
+
+  /// Loads a state (`adjoint`: an adjoint, which is 0 outside a fixed grid) onto box `b`.
+  template <class Team>
+  TAPEFLOW_HOST_DEVICE void load(Team const& team, T const* state, box const& b, T* level, bool adjoint) const
+  {
+    std::size_t const plane = b.cells();
+    std::size_t const cells = g.cells();
+    team.for_each(b, [&](int x, int y, int z) {
+      std::int64_t const gx = b.x0 + x;
+      std::int64_t const gy = b.y0 + y;
+      std::int64_t const gz = b.z0 + z;
+      std::size_t const c = b.at(x, y, z);
+      if (g.edge == boundary::fixed && !inside(gx, gy, gz)) {
+        for (int f = 0; f < fields; ++f) { level[f * plane + c] = adjoint ? T(0) : g.ghost; }
+        return;
+      }
+      std::size_t const at = cell_of(gx, gy, gz);
+      for (int f = 0; f < fields; ++f) { level[f * plane + c] = state[f * cells + at]; }
+    });
+  }
+
+  // ---- the forward of a segment --------------------------------------------------------------------
+
+  /// Scratch values advance() needs for segments of up to `k` steps.
+  [[nodiscard]] std::size_t advance_scratch(int k) const noexcept
+  {
+    return forward_scratch_values(segment_shape{k, r}, tile, dims, fields);
+  }
+
+  /// Advances tile `t` by `k` steps: `out` on the tile is `in` after k steps.
+  template <class Team>
+  TAPEFLOW_HOST_DEVICE void advance(Team const& team, box const& t, int k, T const* in, T* out, T* scratch) const
+  {
+    segment_shape const s{k, r};
+    box b = grown(t, dims, s.forward_halo(0));
+    T* level[2] = {scratch, scratch + b.cells() * fields};
+    load(team, in, b, level[0], false);
+    team.sync();
+    for (int i = 1; i < k; ++i) {
+      box const nb = grown(t, dims, s.forward_halo(i));
+      step_level(team, level[(i - 1) % 2], b, level[i % 2], nb);
+      team.sync();
+      b = nb;
+    }
+    // The last step straight to the state, for the tile's cells inside the grid.
+    shift const sh = by(r.forward);
+    std::size_t const cells = g.cells();
+    T const* const prev = level[(k - 1) % 2];
+    team.for_each(t, [&](int x, int y, int z) {
+      std::int64_t const gx = t.x0 + x;
+      std::int64_t const gy = t.y0 + y;
+      std::int64_t const gz = t.z0 + z;
+      if (!inside(gx, gy, gz)) { return; }
+      T u[forward_taps::size];
+      T o[fields];
+      gather_taps(prev, b, x, y, z, sh, u);
+      stencil.forward(u, o);
+      std::size_t const at = cell_of(gx, gy, gz);
+      for (int f = 0; f < fields; ++f) { out[f * cells + at] = o[f]; }
+    });
+  }
+
+  // ---- the reverse of a segment --------------------------------------------------------------------
+
+  /// Scratch values reverse() needs for segments of up to `k` steps.
+  [[nodiscard]] std::size_t reverse_scratch(int k) const noexcept
+  {
+    return reverse_scratch_values(segment_shape{k, r}, tile, dims, fields);
+  }
+
+  /// λ_i of the cell at (x, y, z) of box `b`, from u_i stored on box `ub` and λ_{i+1} on box `lb`
+  /// (both centred on `b`, wider by what the adjoint reaches).
+  TAPEFLOW_HOST_DEVICE void adjoint_cell(T const* u_level, box const& ub, T const* next, box const& lb, box const& b,
+                                         int x, int y, int z, T* lambda) const
+  {
+    shift const su = by(static_cast<int>(b.x0 - ub.x0));  // u_i's box is this much wider
+    shift const sl = by(static_cast<int>(b.x0 - lb.x0));  // and λ_{i+1}'s this much
+    if constexpr (is_gather_v<S>) {
+      using adjoint_taps = typename S::adjoint_taps;
+      T u[forward_taps::size];
+      T gv[adjoint_taps::size];
+      gather_taps(u_level, ub, x, y, z, su, u);
+      std::size_t const plane = lb.cells();
+      for_each_tap<adjoint_taps>([&](auto t, auto i) {
+        using tp = decltype(t);
+        gv[decltype(i)::value] = next[tp::field * plane + lb.at(x + sl.x + tp::dx, y + sl.y + tp::dy, z + sl.z + tp::dz)];
+      });
+      stencil.adjoint(u, gv, lambda);
+    } else {
+      // λ(x) gathers, tap by tap in order, what reverse() at the cell x - offset gives that tap.
+      for (int f = 0; f < fields; ++f) { lambda[f] = T(0); }
+      std::size_t const plane = lb.cells();
+      for_each_tap<forward_taps>([&](auto t, auto i) {
+        using tp = decltype(t);
+        int const yx = x - tp::dx;
+        int const yy = y - tp::dy;
+        int const yz = z - tp::dz;
+        if (g.edge == boundary::fixed && !inside(b.x0 + yx, b.y0 + yy, b.z0 + yz)) { return; }
+        T u[forward_taps::size];
+        T gv[fields];
+        T contributions[forward_taps::size];
+        gather_taps(u_level, ub, yx, yy, yz, su, u);
+        for (int f = 0; f < fields; ++f) { gv[f] = next[f * plane + lb.at(yx + sl.x, yy + sl.y, yz + sl.z)]; }
+        stencil.reverse(u, gv, contributions);
+        lambda[tp::field] += contributions[decltype(i)::value];
+      });
+    }
+  }
+
+  /// The reverse of the `k`-step segment that starts at `checkpoint` (u_0, the whole state), on
+  /// tile `t`: `lambda_in` on the tile is dL/du_0 given `lambda_out` = dL/du_k (the whole adjoint).
+  /// Scratch holds u_0 .. u_{k-1}, each on its box, then two levels of λ on the widest λ box.
+  template <class Team>
+  TAPEFLOW_HOST_DEVICE void reverse(Team const& team, box const& t, int k, T const* checkpoint, T const* lambda_out,
+                                    T* lambda_in, T* scratch) const
+  {
+    segment_shape const s{k, r};
+    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i)); };
+    auto u_level = [&](int i) {
+      T* at = scratch;
+      for (int j = 0; j < i; ++j) { at += u_box(j).cells() * fields; }
+      return at;
+    };
+    T* const lambda_level[2] = {u_level(k), u_level(k) + box_cells(tile, dims, s.lambda_halo(k)) * fields};
+
+    box lb = grown(t, dims, s.lambda_halo(k));
+    load(team, checkpoint, u_box(0), u_level(0), false);
+    load(team, lambda_out, lb, lambda_level[k % 2], true);
+    team.sync();
+    for (int i = 1; i < k; ++i) {
+      step_level(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i));
+      team.sync();
+    }
+    for (int i = k - 1; i >= 1; --i) {
+      box const b = grown(t, dims, s.lambda_halo(i));
+      box const ub = u_box(i);
+      T const* const u = u_level(i);
+      T* const out = lambda_level[i % 2];
+      T const* const next = lambda_level[(i + 1) % 2];
+      std::size_t const plane = b.cells();
+      team.for_each(b, [&](int x, int y, int z) {
+        std::size_t const c = b.at(x, y, z);
+        T lambda[fields];
+        if (g.edge == boundary::fixed && !inside(b.x0 + x, b.y0 + y, b.z0 + z)) {
+          for (int f = 0; f < fields; ++f) { out[f * plane + c] = T(0); }
+          return;
+        }
+        adjoint_cell(u, ub, next, lb, b, x, y, z, lambda);
+        for (int f = 0; f < fields; ++f) { out[f * plane + c] = lambda[f]; }
+      });
+      team.sync();
+      lb = b;
+    }
+    // λ_0 straight to the adjoint, for the tile's cells inside the grid.
+    std::size_t const cells = g.cells();
+    box const ub = u_box(0);
+    T const* const u = u_level(0);
+    T const* const next = lambda_level[1];
+    team.for_each(t, [&](int x, int y, int z) {
+      std::int64_t const gx = t.x0 + x;
+      std::int64_t const gy = t.y0 + y;
+      std::int64_t const gz = t.z0 + z;
+      if (!inside(gx, gy, gz)) { return; }
+      T lambda[fields];
+      adjoint_cell(u, ub, next, lb, t, x, y, z, lambda);
+      std::size_t const c = cell_of(gx, gy, gz);
+      for (int f = 0; f < fields; ++f) { lambda_in[f * cells + c] = lambda[f]; }
+    });
+  }
+};
+
+}  // namespace tapeflow::stencil

@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: Apache-2.0
+// The stencil segments' tests, written once against the backend under test (target.hpp):
+// segments_cpu.cpp includes them for the CPU backend, segments_gpu.cu for this build's GPU and the
+// emulated device, each after defining tapeflow::testing::make_segments(stencil, grid, plan), the
+// backend's Step of those segments. What they hold the library to (docs/stencils.md):
+//   - one-step segments under `store` give the gradient of a plain loop over the cells (a naive
+//     reference written here from the stencil's definition), bit for bit where the compilers agree;
+//   - every segment length and policy gives the same bits as one-step segments under `store`;
+//   - the tape holds one state per segment;
+//   - the gradient is the derivative (finite differences in double);
+//   - the planner takes a segment that fits on chip and moves fewer bytes, and refuses what cannot.
+#pragma once
+
+#include "../target.hpp"
+#include "stencils.hpp"
+
+#include <tapeflow/chain.hpp>
+#include <tapeflow/memory.hpp>
+#include <tapeflow/stencil/segment.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace tapeflow::testing {
+namespace {
+
+namespace st = tapeflow::stencil;
+using namespace tapeflow::testing::stencils;
+
+// ---- the reference: the stencil's definition, cell by cell over the whole grid --------------------
+
+struct tap_offsets {
+  std::vector<int> dx, dy, dz, field;
+};
+template <class... Taps>
+tap_offsets offsets_of(st::taps<Taps...>)
+{
+  tap_offsets o;
+  o.dx = std::vector<int>{Taps::dx...};
+  o.dy = std::vector<int>{Taps::dy...};
+  o.dz = std::vector<int>{Taps::dz...};
+  o.field = std::vector<int>{Taps::field...};
+  return o;
+}
+
+template <class T>
+struct grid_values {
+  st::grid<T> g;
+  int fields;
+  [[nodiscard]] bool inside(std::int64_t x, std::int64_t y, std::int64_t z) const
+  {
+    return x >= 0 && y >= 0 && z >= 0 && x < std::int64_t(g.nx) && y < std::int64_t(g.ny) && z < std::int64_t(g.nz);
+  }
+  static std::int64_t wrap(std::int64_t v, std::size_t n)
+  {
+    std::int64_t const m = std::int64_t(n);
+    return ((v % m) + m) % m;
+  }
+  /// The value of field f at (x, y, z): wrapped, or `outside` past a fixed grid's edge.
+  T at(std::vector<T> const& v, int f, std::int64_t x, std::int64_t y, std::int64_t z, T outside) const
+  {
+    if (g.edge == st::boundary::periodic) {
+      x = wrap(x, g.nx);
+      y = wrap(y, g.ny);
+      z = wrap(z, g.nz);
+    } else if (!inside(x, y, z)) {
+      return outside;
+    }
+    return v[std::size_t(f) * g.cells() + (std::size_t(z) * g.ny + std::size_t(y)) * g.nx + std::size_t(x)];
+  }
+  template <class F>
+  void each_cell(F&& f) const
+  {
+    for (std::size_t z = 0; z < g.nz; ++z) {
+      for (std::size_t y = 0; y < g.ny; ++y) {
+        for (std::size_t x = 0; x < g.nx; ++x) { f(std::int64_t(x), std::int64_t(y), std::int64_t(z)); }
+      }
+    }
+  }
+  std::size_t index(int f, std::int64_t x, std::int64_t y, std::int64_t z) const
+  {
+    return std::size_t(f) * g.cells() + (std::size_t(z) * g.ny + std::size_t(y)) * g.nx + std::size_t(x);
+  }
+};
+
+template <class S, class T = typename S::value_type>
+std::vector<T> reference_step(S const& s, st::grid<T> const& g, std::vector<T> const& u)
+{
+  grid_values<T> const v{g, S::fields};
+  tap_offsets const o = offsets_of(typename S::forward_taps{});
+  std::vector<T> out(u.size());
+  v.each_cell([&](std::int64_t x, std::int64_t y, std::int64_t z) {
+    T taps[S::forward_taps::size];
+    T next[S::fields];
+    for (std::size_t t = 0; t < o.dx.size(); ++t) { taps[t] = v.at(u, o.field[t], x + o.dx[t], y + o.dy[t], z + o.dz[t], g.ghost); }
+    s.forward(taps, next);
+    for (int f = 0; f < S::fields; ++f) { out[v.index(f, x, y, z)] = next[f]; }
+  });
+  return out;
+}
+
+/// λ_t from u_t and λ_{t+1} by the definition: the gather form as given, the scatter form summed
+/// over the taps in order from the cells that read this one.
+template <class S, class T = typename S::value_type>
+std::vector<T> reference_adjoint(S const& s, st::grid<T> const& g, std::vector<T> const& u, std::vector<T> const& next)
+{
+  grid_values<T> const v{g, S::fields};
+  tap_offsets const o = offsets_of(typename S::forward_taps{});
+  std::vector<T> out(u.size());
+  v.each_cell([&](std::int64_t x, std::int64_t y, std::int64_t z) {
+    T lambda[S::fields];
+    if constexpr (st::is_gather_v<S>) {
+      tap_offsets const a = offsets_of(typename S::adjoint_taps{});
+      T taps[S::forward_taps::size];
+      T gv[S::adjoint_taps::size];
+      for (std::size_t t = 0; t < o.dx.size(); ++t) { taps[t] = v.at(u, o.field[t], x + o.dx[t], y + o.dy[t], z + o.dz[t], g.ghost); }
+      for (std::size_t t = 0; t < a.dx.size(); ++t) { gv[t] = v.at(next, a.field[t], x + a.dx[t], y + a.dy[t], z + a.dz[t], T(0)); }
+      s.adjoint(taps, gv, lambda);
+    } else {
+      for (int f = 0; f < S::fields; ++f) { lambda[f] = T(0); }
+      for (std::size_t t = 0; t < o.dx.size(); ++t) {
+        std::int64_t const yx = x - o.dx[t];
+        std::int64_t const yy = y - o.dy[t];
+        std::int64_t const yz = z - o.dz[t];
+        if (g.edge == st::boundary::fixed && !v.inside(yx, yy, yz)) { continue; }
+        T taps[S::forward_taps::size];
+        T gv[S::fields];
+        T contributions[S::forward_taps::size];
+        for (std::size_t q = 0; q < o.dx.size(); ++q) {
+          taps[q] = v.at(u, o.field[q], yx + o.dx[q], yy + o.dy[q], yz + o.dz[q], g.ghost);
+        }
+        for (int f = 0; f < S::fields; ++f) { gv[f] = v.at(next, f, yx, yy, yz, T(0)); }
+        s.reverse(taps, gv, contributions);
+        lambda[o.field[t]] += contributions[t];
+      }
+    }
+    for (int f = 0; f < S::fields; ++f) { out[v.index(f, x, y, z)] = lambda[f]; }
+  });
+  return out;
+}
+
+template <class T>
+struct gradient_of {
+  std::vector<T> final_state;
+  std::vector<T> gradient;  ///< dL/du_0 for L = 0.5 sum(u_T^2)
+  chain_stats stats{};
+};
+
+template <class S, class T = typename S::value_type>
+gradient_of<T> reference_gradient(S const& s, st::grid<T> const& g, std::size_t steps, std::vector<T> const& u0)
+{
+  std::vector<std::vector<T>> states{u0};
+  for (std::size_t t = 0; t < steps; ++t) { states.push_back(reference_step(s, g, states.back())); }
+  gradient_of<T> r;
+  r.final_state = states.back();
+  std::vector<T> lambda = states.back();
+  for (std::size_t t = steps; t-- > 0;) { lambda = reference_adjoint(s, g, states[t], lambda); }
+  r.gradient = lambda;
+  return r;
+}
+
+// ---- the library's gradient -----------------------------------------------------------------------
+
+/// Small tiles of odd sizes, so that the tests' small grids hold many tiles, some cut by the edge,
+/// and the halos of long segments reach past the neighbouring tiles (and, periodic, around). In
+/// 3-D a segment's levels grow as the cube of the halo: tiny tiles keep them in 48 KiB.
+constexpr st::tile_extent test_tile(int dims)
+{
+  return dims == 1 ? st::tile_extent{7, 1, 1} : dims == 2 ? st::tile_extent{7, 5, 1} : st::tile_extent{3, 2, 2};
+}
+
+template <class S, class T = typename S::value_type>
+gradient_of<T> segmented_gradient(S const& s, st::grid<T> const& g, std::size_t steps, int k, tape_policy policy,
+                                  std::vector<T> const& u0)
+{
+  st::segment_request request;
+  request.k = k;
+  request.tile = test_tile(S::dims);
+  request.block_threads = 64;
+  st::segment_plan const plan = st::plan_segments<S>(g, steps, query_device_limits(target), request);
+  auto step = make_segments(s, g, plan);
+  chain_options o;
+  o.kind = target;
+  o.policy = policy;
+  o.poison = true;
+  o.host_tier_on_cpu = policy == tape_policy::offload;
+  chain<decltype(step)> c(step, step.segments(), o);
+  std::size_t const bytes = u0.size() * sizeof(T);
+  device_buffer state(target, bytes, {});
+  state.upload(u0.data(), bytes, {});
+  c.forward(state);
+  device_buffer adjoint(target, bytes, {});
+  adjoint.copy_from(state, {});
+  c.reverse(adjoint);
+  gradient_of<T> r;
+  r.final_state.resize(u0.size());
+  r.gradient.resize(u0.size());
+  state.download(r.final_state.data(), bytes, {});
+  adjoint.download(r.gradient.data(), bytes, {});
+  r.stats = c.stats();
+  return r;
+}
+
+template <class T>
+std::vector<T> random_state(std::size_t values, unsigned seed, double lo, double hi)
+{
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<T> v(values);
+  for (T& x : v) { x = T(d(rng)); }
+  return v;
+}
+
+template <class T>
+bool same_bits(std::vector<T> const& a, std::vector<T> const& b)
+{
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+/// Largest |a - b| relative to the largest |b|.
+template <class T>
+double relative_difference(std::vector<T> const& a, std::vector<T> const& b)
+{
+  double diff = 0;
+  double scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - double(b[i])));
+    scale = std::max(scale, std::abs(double(b[i])));
+  }
+  return diff / (scale > 0 ? scale : 1);
+}
+
+/// Where the reference and the kernels are compiled by the same compiler (the CPU backend, the
+/// emulated device) they agree bit for bit; a GPU compiler may contract into FMAs differently.
+constexpr bool reference_bits_hold =
+#if defined(TAPEFLOW_TEST_ON_GPU) && !defined(TAPEFLOW_EMULATED)
+  false;
+#else
+  true;
+#endif
+
+/// Every segment length and policy against one-step segments under store, and those against the
+/// reference.
+template <class S, class T = typename S::value_type>
+void check_every_length(S const& s, st::grid<T> const& g, std::size_t steps, std::vector<int> const& lengths,
+                        double lo, double hi)
+{
+  std::vector<T> const u0 = random_state<T>(g.cells() * S::fields, 20261124u + unsigned(g.cells()), lo, hi);
+  gradient_of<T> const reference = reference_gradient(s, g, steps, u0);
+  gradient_of<T> const one = segmented_gradient(s, g, steps, 1, tape_policy::store, u0);
+  if (reference_bits_hold) {
+    EXPECT_TRUE(same_bits(one.final_state, reference.final_state)) << "one-step segments' final state";
+    EXPECT_TRUE(same_bits(one.gradient, reference.gradient))
+      << "one-step segments' gradient, off by " << relative_difference(one.gradient, reference.gradient);
+  } else {
+    EXPECT_LT(relative_difference(one.gradient, reference.gradient), sizeof(T) == 4 ? 1e-5 : 1e-12);
+  }
+  std::size_t const padded_state =
+    (u0.size() + values_per_chunk<T> - 1) / values_per_chunk<T> * values_per_chunk<T> * sizeof(T);
+  for (tape_policy policy : {tape_policy::store, tape_policy::recompute, tape_policy::offload}) {
+    for (int k : lengths) {
+      SCOPED_TRACE("k = " + std::to_string(k) + ", policy " + std::string(to_string(policy)));
+      gradient_of<T> const r = segmented_gradient(s, g, steps, k, policy, u0);
+      EXPECT_TRUE(same_bits(r.final_state, one.final_state));
+      EXPECT_TRUE(same_bits(r.gradient, one.gradient))
+        << "off by " << relative_difference(r.gradient, one.gradient) << " from one-step segments";
+      std::size_t const segments = (steps + std::size_t(k) - 1) / std::size_t(k);
+      EXPECT_EQ(r.stats.steps, segments);
+      EXPECT_EQ(r.stats.tape_bytes, segments * padded_state) << "the tape is one state per segment";
+    }
+  }
+}
+
+TEST(StencilSegments, AllenCahnEveryLengthAndPolicyGivesTheBitsOfOneStepSegments)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  allen_cahn_2d<float> const s{{0.1f, 0.2f}};
+  check_every_length(s, st::grid<float>{29, 17, 1}, 7, {2, 3, 4, 7}, -1.0, 1.0);
+}
+
+TEST(StencilSegments, AllenCahnOnAFixedGridAndBetweenWalls)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  allen_cahn_2d<double> const s{{0.1, 0.2}};
+  check_every_length(s, st::grid<double>{13, 22, 1, st::boundary::fixed, 0.25}, 6, {2, 5}, -1.0, 1.0);
+}
+
+TEST(StencilSegments, ScatterAdjointIn1dGivesTheBitsOfOneStepSegments)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  burgers_1d<float> const s{0.3f, 0.1f};
+  // 11 cells: the halos of 5-step segments wrap around the grid more than once.
+  check_every_length(s, st::grid<float>{11}, 9, {2, 4, 5}, 0.0, 1.0);
+  check_every_length(s, st::grid<float>{61, 1, 1, st::boundary::fixed, 0.5f}, 9, {3, 9}, 0.0, 1.0);
+}
+
+TEST(StencilSegments, ScatterAdjointIn2dWithSkewedTapsOnAFixedGrid)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  advection_2d<float> const s{0.2f, 0.1f};
+  check_every_length(s, st::grid<float>{19, 12, 1, st::boundary::fixed, -0.5f}, 5, {2, 5}, -1.0, 1.0);
+}
+
+TEST(StencilSegments, TwoFieldsIn3dGiveTheBitsOfOneStepSegments)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  gray_scott_3d<float> const s{0.1f, 0.05f, 0.04f, 0.06f};
+  check_every_length(s, st::grid<float>{9, 8, 10}, 4, {2, 3}, 0.0, 1.0);
+  check_every_length(s, st::grid<float>{8, 11, 6, st::boundary::fixed, 0.0f}, 3, {3}, 0.0, 1.0);
+}
+
+/// ⟨dL/du_0, v⟩ against (L(u_0 + h v) - L(u_0 - h v)) / 2h, in double.
+template <class S>
+void check_finite_differences(S const& s, st::grid<double> const& g, std::size_t steps, int k)
+{
+  std::size_t const values = g.cells() * S::fields;
+  std::vector<double> const u0 = random_state<double>(values, 7u, 0.1, 0.9);
+  std::vector<double> const v = random_state<double>(values, 8u, -1.0, 1.0);
+  gradient_of<double> const r = segmented_gradient(s, g, steps, k, tape_policy::recompute, u0);
+  auto loss = [&](double h) {
+    std::vector<double> u(values);
+    for (std::size_t i = 0; i < values; ++i) { u[i] = u0[i] + h * v[i]; }
+    for (std::size_t t = 0; t < steps; ++t) { u = reference_step(s, g, u); }
+    double l = 0;
+    for (double x : u) { l += 0.5 * x * x; }
+    return l;
+  };
+  double const h = 1e-6;
+  double const fd = (loss(h) - loss(-h)) / (2 * h);
+  double ad = 0;
+  for (std::size_t i = 0; i < values; ++i) { ad += r.gradient[i] * v[i]; }
+  EXPECT_NEAR(ad, fd, 1e-6 * std::max(1.0, std::abs(fd)));
+}
+
+TEST(StencilSegments, GradientIsTheDerivativeByFiniteDifferencesInDouble)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  check_finite_differences(gray_scott_3d<double>{0.1, 0.05, 0.04, 0.06}, st::grid<double>{7, 6, 5}, 5, 2);
+  check_finite_differences(burgers_1d<double>{0.3, 0.1}, st::grid<double>{23, 1, 1, st::boundary::fixed, 0.5}, 8, 4);
+  check_finite_differences(advection_2d<double>{0.2, 0.1}, st::grid<double>{15, 9}, 6, 3);
+}
+
+// The planner is host code: its tests run once, with the CPU backend's.
+#if !defined(TAPEFLOW_TEST_ON_GPU)
+TEST(StencilSegments, PlannerTakesTheLongestSegmentThatPaysAndFitsOnChip)
+{
+  device_limits gpu_like;
+  gpu_like.kind = backend::cuda;
+  gpu_like.multiprocessors = 132;
+  gpu_like.shared_mem_per_block = 48 * 1024;
+  gpu_like.shared_mem_per_multiprocessor = 228 * 1024;
+  gpu_like.max_threads_per_block = 1024;
+  gpu_like.max_threads_per_multiprocessor = 2048;
+  using ac = allen_cahn_2d<float>;
+  st::segment_plan const p = st::plan_segments<ac>(st::grid<float>{8192, 8192}, 100, gpu_like);
+  EXPECT_GE(p.k, 3) << p.describe();
+  EXPECT_LE(p.scratch_bytes, gpu_like.shared_mem_per_block) << p.describe();
+  EXPECT_EQ(p.segments, (100 + std::size_t(p.k) - 1) / std::size_t(p.k));
+  EXPECT_LT(p.states_per_step, 2.5) << "a store-every-step gradient moves about 5 states a step";
+  st::segment_plan const one = st::plan_segments<ac>(st::grid<float>{8192, 8192}, 100, gpu_like, {1});
+  EXPECT_EQ(one.k, 1);
+  EXPECT_GT(one.states_per_step, 2 * p.states_per_step);
+  // A segment one step longer than the chosen one no longer fits, or no longer pays.
+  if (p.k < st::max_segment_steps) {
+    st::segment_request longer;
+    longer.k = p.k + 1;
+    try {
+      st::segment_plan const q = st::plan_segments<ac>(st::grid<float>{8192, 8192}, 100, gpu_like, longer);
+      EXPECT_GT(q.states_per_step, 0.95 * p.states_per_step) << q.describe();
+    } catch (logic_error const& e) {
+      EXPECT_NE(std::string(e.what()).find("bytes on chip"), std::string::npos) << e.what();
+    }
+  }
+  // Never longer than the gradient.
+  EXPECT_LE(st::plan_segments<ac>(st::grid<float>{8192, 8192}, 2, gpu_like).k, 2);
+}
+
+TEST(StencilSegments, RequestsThatCannotRunAreLogicErrors)
+{
+  using ac = allen_cahn_2d<float>;
+  device_limits const cpu = query_device_limits(backend::cpu);
+  st::grid<float> const g{64, 64};
+  auto plan = [&](std::size_t steps, st::segment_request r, st::grid<float> grid) {
+    return st::plan_segments<ac>(grid, steps, cpu, r);
+  };
+  EXPECT_THROW(plan(0, {}, g), logic_error);
+  EXPECT_THROW(plan(4, {5}, g), logic_error);
+  EXPECT_THROW(plan(40, {st::max_segment_steps + 1}, g), logic_error);
+  EXPECT_THROW(plan(4, {}, st::grid<float>{0, 64}), logic_error);
+  EXPECT_THROW(plan(4, {}, st::grid<float>{64, 64, 2}), logic_error);  // a 2-D stencil on a 3-D grid
+  st::segment_request huge;
+  huge.k = 16;
+  huge.tile = {4096, 4096, 1};
+  try {
+    static_cast<void>(plan(40, huge, g));
+    ADD_FAILURE() << "a tile of 4096 x 4096 cells was planned on chip";
+  } catch (logic_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("bytes on chip"), std::string::npos) << e.what();
+  }
+}
+#endif
+
+}  // namespace
+}  // namespace tapeflow::testing

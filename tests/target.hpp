@@ -16,4 +16,12 @@ inline constexpr backend target = backend::cpu;
 #endif
 /// Whether the backend under test is a GPU (a real one, or the emulated device).
 inline constexpr bool on_gpu = target != backend::cpu;
+/// Whether that GPU is the emulated device, whose kernels the host compiler builds (and so
+/// computes as the CPU backend does, bit for bit, where both run the same per-element math).
+inline constexpr bool emulated =
+#if defined(TAPEFLOW_EMULATED)
+  true;
+#else
+  false;
+#endif
 }  // namespace tapeflow::testing

@@ -189,6 +189,34 @@ TEST_F(Cli, BurgersGradientIsTheApiGradient)
   EXPECT_NE(text("s.json").find("\"staged_tiles\": 63"), std::string::npos) << text("s.json");  // 9 tiles x 7 layers
 }
 
+TEST_F(Cli, AllenCahnSegmentsAreTheApiSegmentsAndThePlanShowsThem)
+{
+  ASSERT_EQ(run("init allen-cahn --n 40 --seed 5 --out " + path("in.bin")), 0) << output_;
+  ASSERT_EQ(run("run allen-cahn --n 40 --steps 9 --segment 4 --backend cpu --input " + path("in.bin") + " --grad-out " +
+                path("g.bin") + " --json " + path("s.json")),
+            0)
+    << output_;
+  wl::allen_cahn::options o;
+  o.kind = backend::cpu;
+  o.segment = 4;
+  std::vector<float> const u0 = read<float>("in.bin");
+  wl::allen_cahn::gradient_result<float> const api = wl::allen_cahn::gradient(wl::allen_cahn::problem{40, 9}, u0, o);
+  expect_same_bits(read<float>("g.bin"), api.gradient, "allen-cahn --segment 4");
+  EXPECT_EQ(api.chain.steps, 3u) << "segments of 4, 4 and 1 steps";
+  EXPECT_NE(text("s.json").find("\"segment_steps\": 4"), std::string::npos) << text("s.json");
+  ASSERT_EQ(run("plan allen-cahn --n 40 --steps 9 --segment auto --backend cpu"), 0) << output_;
+  EXPECT_NE(output_.find("stencil: segments of "), std::string::npos) << output_;
+  EXPECT_NE(output_.find("states moved per step"), std::string::npos) << output_;
+  for (auto const& [args, says] : std::vector<std::pair<std::string, std::string>>{
+         {"plan allen-cahn --n 40 --steps 9 --segment 2 --tape partials", "--tape values"},
+         {"plan allen-cahn --n 40 --steps 9 --segment 10", "longer than the 9 steps"},
+         {"plan allen-cahn --n 40 --steps 9 --segment 17", "between 1 and 16"},
+       }) {
+    EXPECT_EQ(run(args), 2) << args;
+    EXPECT_NE(output_.find(says), std::string::npos) << args << "\n" << output_;
+  }
+}
+
 TEST_F(Cli, ProblemsTheLibraryRefusesAreBadInput)
 {
   // Problems the library refuses are bad input too: (arguments, what the message says).

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "allen_cahn.hpp"
 #include "backends.hpp"
+#include "stencil.hpp"
 #include "math.hpp"
 
 #include <tapeflow/error.hpp>
@@ -34,8 +35,8 @@ template <class T>
 chain_stats plan(problem const& p, options const& o)
 {
   validate(p, p.n * p.n);
-  return plan_chain(sizeof(record<T>), records_for<T>(p.n * p.n), p.steps, p.n * p.n * sizeof(T),
-                    chain_options_of(o));
+  std::size_t const layers = segmented(o) ? segment_plan_of<T>(p, o).segments : p.steps;
+  return plan_chain(sizeof(record<T>), records_for<T>(p.n * p.n), layers, p.n * p.n * sizeof(T), chain_options_of(o));
 }
 
 template <class T>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "allen_cahn.hpp"
+#include "stencil.hpp"
 
 namespace tapeflow::workloads::allen_cahn::detail {
 

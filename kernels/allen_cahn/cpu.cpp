@@ -12,6 +12,7 @@
 #include <tapeflow/cpu/reverse.hpp>
 #include <tapeflow/cpu/tape_store.hpp>
 #include <tapeflow/cpu/thread_pool.hpp>
+#include <tapeflow/stencil/cpu.hpp>
 
 #include <algorithm>
 #include <memory>
@@ -141,6 +142,11 @@ struct cpu_step {
 template <class T>
 std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
+  if (segmented(o)) {
+    tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
+    auto step = tapeflow::stencil::make_cpu_segments(stencil<T>{coefficients_of<T>(p)}, grid_of<T>(p), plan);
+    return open_state_chain<T>(std::move(step), plan.segments, o, host_half_squares<T>{});
+  }
   auto staging = std::make_shared<cpu::ring_stats>();
   cpu_step<T> step{p.n, coefficients_of<T>(p), staging, o.content};
   return open_state_chain<T>(std::move(step), p.steps, o, host_half_squares<T>{}, std::move(staging));

@@ -7,11 +7,18 @@
 #include <tapeflow/workloads/common/device_loss.cuh>
 #include <tapeflow/workloads/common/state_chain.hpp>
 
+#include <tapeflow/stencil/device.cuh>
+
 namespace tapeflow::workloads::allen_cahn::detail {
 
 template <class T>
 std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o)
 {
+  if (segmented(o)) {
+    tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
+    auto step = tapeflow::stencil::make_device_segments(stencil<T>{coefficients_of<T>(p)}, grid_of<T>(p), plan);
+    return open_state_chain<T>(std::move(step), plan.segments, o, device_half_squares<T>{});
+  }
   int const sms = query_device_limits(gpu_backend).multiprocessors;
   return open_state_chain<T>(cuda_step<T>{p.n, coefficients_of<T>(p), sms, o.content}, p.steps, o,
                              device_half_squares<T>{});

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "allen_cahn.hpp"
+#include "stencil.hpp"
 
 #include <tapeflow/workloads/common/describe.hpp>
 
@@ -34,7 +35,10 @@ struct description {
   static std::vector<cli::flag_spec> option_flags()
   {
     return {{"tape", "values|partials",
-             "what the tape holds per cell: u, or r'(u) by forward-mode duals (default values)"}};
+             "what the tape holds per cell: u, or r'(u) by forward-mode duals (default values)"},
+            {"segment", "K|auto",
+             "steps per segment: 1 (default) one step per layer; K > 1 keeps every K-th state and\n"
+             "recomputes each segment on chip in the reverse; auto lets the planner pick K (docs/stencils.md)"}};
   }
   static void read_options(cli::parsed_args const& args, options& o)
   {
@@ -43,6 +47,15 @@ struct description {
       throw cli::usage_error("--tape must be values or partials, got '" + taped + "'");
     }
     o.content = taped == "values" ? tape_content::values : tape_content::partials;
+    std::string const segment = args.text("segment", "1");
+    if (segment == "auto") {
+      o.segment = 0;
+    } else {
+      o.segment = static_cast<int>(cli::count_of(args, "segment", 1, tapeflow::stencil::max_segment_steps, 1));
+    }
+    if (o.segment != 1 && o.content == tape_content::partials) {
+      throw cli::usage_error("--segment needs --tape values: a segment's layer is the state itself");
+    }
   }
   static std::string size_key(problem const& p, std::string const& dtype)
   {
@@ -50,7 +63,9 @@ struct description {
   }
   static std::string variant_of(options const& o)
   {
-    return o.content == tape_content::partials ? "partials" : "";
+    if (o.content == tape_content::partials) { return "partials"; }
+    if (o.segment == 0) { return "segment-auto"; }
+    return o.segment > 1 ? "segment" + std::to_string(o.segment) : "";
   }
 
   static std::vector<array_spec> inputs(problem const& p) { return {{"u0", p.n * p.n}}; }
@@ -63,7 +78,16 @@ struct description {
   template <class T>
   static auto open(problem const& p, options const& o) { return allen_cahn::open<T>(p, o); }
   template <class T>
-  static tape_report plan(problem const& p, options const& o) { return chain_report(allen_cahn::plan<T>(p, o)); }
+  static tape_report plan(problem const& p, options const& o)
+  {
+    tape_report r = chain_report(allen_cahn::plan<T>(p, o));
+    if (segmented(o)) {
+      tapeflow::stencil::segment_plan const s = segment_plan_of<T>(p, o);
+      r.notes.push_back("stencil: " + s.describe());
+      r.facts = {{"segment_steps", s.k}, {"states_moved_per_step", s.states_per_step}};
+    }
+    return r;
+  }
 
   /// The least traffic of a taped gradient: the tape written and read once, and each step's state
   /// read and written once in the forward and once in the reverse.
@@ -100,6 +124,11 @@ inline std::vector<bench_suite<description>> description::bench_suites()
        // Forward mode on the tape: the reaction's partial 1 + dt(1 - 3u^2), computed by duals, instead of u.
        cases.push_back({"tapeflow-store-partials", p, store_options()});
        cases.back().options.content = tape_content::partials;
+       // Segments (docs/stencils.md): every k-th state kept, each segment recomputed on chip.
+       for (int k : {0, 2, 4}) {
+         cases.push_back({k == 0 ? "tapeflow-segments-auto" : "tapeflow-segments-k" + std::to_string(k), p, store_options()});
+         cases.back().options.segment = k;
+       }
        return cases;
      }},
     {"launch_bound", 20, "Allen–Cahn 256² T500: small layers, store vs captured graph",

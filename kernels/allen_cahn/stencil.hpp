@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Allen–Cahn as a tapeflow stencil (tapeflow/stencil/stencil.hpp): the per-cell math of math.hpp,
 // handed to the library with its taps, so that its segments (k steps per launch, the reverse of k
-// steps on chip) are the library's. The gather-form adjoint is math.hpp's adjoint_cell.
+// steps on chip) are the library's. The gather-form adjoint is math.hpp's adjoint_cell. A problem
+// runs in segments when its options ask for them (options::segment).
 #pragma once
 
+#include "allen_cahn.hpp"
 #include "math.hpp"
 
+#include <tapeflow/backend.hpp>
 #include <tapeflow/config.hpp>
+#include <tapeflow/error.hpp>
+#include <tapeflow/stencil/segment.hpp>
 #include <tapeflow/stencil/stencil.hpp>
 
 namespace tapeflow::workloads::allen_cahn {
@@ -30,5 +35,27 @@ struct stencil {
     lambda[0] = adjoint_cell(u[0], g[0], g[1], g[2], g[3], g[4], k);
   }
 };
+
+/// The periodic n x n grid of the problem, for its stencil (rows are y).
+template <class T>
+[[nodiscard]] tapeflow::stencil::grid<T> grid_of(problem const& p) noexcept
+{
+  return {p.n, p.n, 1, tapeflow::stencil::boundary::periodic, T(0)};
+}
+
+/// Whether the options ask for segments (o.segment != 1).
+[[nodiscard]] inline bool segmented(options const& o) noexcept { return o.segment != 1; }
+
+/// The segments the problem runs in on o.kind: k as asked (0: the planner's). Throws logic_error
+/// for the partials tape content and for a k the device cannot hold.
+template <class T>
+[[nodiscard]] tapeflow::stencil::segment_plan segment_plan_of(problem const& p, options const& o)
+{
+  TAPEFLOW_EXPECTS(o.content == tape_content::values,
+                   "segments tape the state itself: the partials tape content runs one step per layer (segment 1)");
+  tapeflow::stencil::segment_request r;
+  r.k = o.segment;
+  return tapeflow::stencil::plan_segments<stencil<T>>(grid_of<T>(p), p.steps, query_device_limits(o.kind), r);
+}
 
 }  // namespace tapeflow::workloads::allen_cahn

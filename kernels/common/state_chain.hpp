@@ -20,10 +20,19 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace tapeflow::workloads {
+
+/// True for a Step of stencil segments (tapeflow/stencil/segment.hpp), whose plan the session
+/// reports beside the chain's.
+template <class Step, class = void>
+struct has_segment_plan : std::false_type {};
+template <class Step>
+struct has_segment_plan<Step, std::void_t<decltype(std::declval<Step const&>().plan().states_per_step)>>
+  : std::true_type {};
 
 /// 0.5 * sum(x^2) of a CPU backend buffer of T, accumulated in double.
 template <class T>
@@ -95,6 +104,12 @@ class state_chain_session final : public session<T> {
     r.peak_device_bytes = device_memory_usage(this->kind()).peak_bytes;
     r.peak_host_bytes = host_memory_usage(this->kind()).peak_bytes;
     if (staging_) { r.staging = *staging_; }
+    if constexpr (has_segment_plan<Step>::value) {
+      auto const& segments = step_.plan();
+      r.notes.push_back("stencil: " + segments.describe());
+      r.facts = {{"segment_steps", static_cast<double>(segments.k)},
+                 {"states_moved_per_step", segments.states_per_step}};
+    }
     return r;
   }
 

@@ -378,6 +378,15 @@ TEST(StencilSegments, PlannerTakesTheLongestSegmentThatPaysAndFitsOnChip)
       EXPECT_NE(std::string(e.what()).find("bytes on chip"), std::string::npos) << e.what();
     }
   }
+  // A long segment asked for shrinks the default tile until it fits; a tile asked for stays.
+  st::segment_request eight;
+  eight.k = 8;
+  st::segment_plan const shrunk = st::plan_segments<ac>(st::grid<float>{8192, 8192}, 100, gpu_like, eight);
+  EXPECT_EQ(shrunk.k, 8);
+  EXPECT_LE(shrunk.scratch_bytes, gpu_like.shared_mem_per_block) << shrunk.describe();
+  EXPECT_LT(shrunk.tile.x * shrunk.tile.y, p.tile.x * p.tile.y) << shrunk.describe();
+  eight.tile = p.tile;
+  EXPECT_THROW(static_cast<void>(st::plan_segments<ac>(st::grid<float>{8192, 8192}, 100, gpu_like, eight)), logic_error);
   // Never longer than the gradient.
   EXPECT_LE(st::plan_segments<ac>(st::grid<float>{8192, 8192}, 2, gpu_like).k, 2);
 }

@@ -7,6 +7,7 @@
 #include "common.hpp"
 
 #include <tapeflow/workloads/allen_cahn.hpp>
+#include <tapeflow/workloads/allen_cahn/stencil.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 
@@ -132,6 +133,48 @@ TEST_F(AllenCahn, CapturedReverseGivesTheSameBitsInOneLaunch)
     EXPECT_TRUE(testing::same_bits(replayed.gradient, plain.gradient));
     EXPECT_EQ(device_memory_usage(testing::target).current_bytes, 0u);
   }
+}
+
+TEST_F(AllenCahn, SegmentsGiveTheOneStepBitsWithATapeOfOneStatePerSegment)
+{
+  // Segments of k steps (docs/stencils.md): the layer of a segment is its checkpoint, its reverse
+  // recomputes the k states on chip. Every k, the planner's too, and the mixed schedule at segment
+  // granularity give the one-step layers' gradient.
+  ac::problem const p{48, 13};
+  std::vector<float> const u0 = testing::random_state<float>(p.n * p.n, testing::fresh_seed());
+  ac::options one = on(testing::target);
+  one.policy = tape_policy::store;
+  ac::gradient_result<float> const expect = ac::gradient(p, u0, one);
+  std::size_t const layer = ac::records_for<float>(p.n * p.n) * sizeof(ac::record<float>);
+  for (int k : {0, 2, 5, 7}) {
+    for (bool tight : {false, true}) {
+      SCOPED_TRACE("segment " + std::to_string(k) + (tight ? ", auto under a budget of 2 layers" : ", store"));
+      ac::options o = one;
+      o.segment = k;
+      if (tight) {
+        o.policy = tape_policy::automatic;
+        o.budget_bytes = 2 * layer;
+      }
+      tapeflow::stencil::segment_plan const plan = ac::segment_plan_of<float>(p, o);
+      ac::gradient_result<float> const r = ac::gradient(p, u0, o);
+      if (testing::on_gpu && !testing::emulated) {
+        EXPECT_LT(testing::relative_error(r.gradient, expect.gradient), 1e-6) << "another compiler's contractions";
+      } else {
+        EXPECT_EQ(r.gradient, expect.gradient);
+      }
+      EXPECT_EQ(r.loss, expect.loss);
+      EXPECT_EQ(r.chain.steps, plan.segments);
+      EXPECT_EQ(r.chain.tape_bytes, plan.segments * layer) << "one state per segment";
+      if (!tight) { EXPECT_LE(r.chain.peak_tape_bytes, plan.segments * layer); }
+    }
+  }
+  ac::options partials = one;
+  partials.segment = 2;
+  partials.content = ac::tape_content::partials;
+  EXPECT_THROW(static_cast<void>(ac::gradient(p, u0, partials)), logic_error) << "segments tape values";
+  ac::options longer = one;
+  longer.segment = 14;
+  EXPECT_THROW(static_cast<void>(ac::gradient(p, u0, longer)), logic_error) << "a segment past the last step";
 }
 
 TEST_F(AllenCahn, BadInputIsATypedErrorAndLeavesTheRuntimeUsable)

@@ -125,8 +125,6 @@ template <class S>
   if (dims < 3) { t.z = 1; }
   TAPEFLOW_EXPECTS(t.x > 0 && t.y > 0 && t.z > 0 && t.x <= 65536 && t.y <= 65536 && t.z <= 65536,
                    "a stencil tile needs 1 to 65536 cells along each axis");
-  p.tile = t;
-  p.tiles = ((g.nx + t.x - 1) / t.x) * ((g.ny + t.y - 1) / t.y) * ((g.nz + t.z - 1) / t.z);
 
   bool const gpu = limits.kind != backend::cpu;
   p.scratch_limit = gpu ? limits.shared_mem_per_block : std::size_t{1} << 20;
@@ -143,6 +141,13 @@ template <class S>
     TAPEFLOW_EXPECTS(static_cast<std::size_t>(request.k) <= steps,
                      "segments of " + std::to_string(request.k) + " steps are longer than the " +
                        std::to_string(steps) + " steps of the gradient");
+    // A long segment on the default tile may not fit: the tile shrinks (its longest axis halved)
+    // until it does. A tile the caller chose stays as chosen.
+    bool const chosen = request.tile.x > 0 || request.tile.y > 0 || request.tile.z > 0;
+    while (!chosen && scratch(request.k) > p.scratch_limit && (t.x > 1 || t.y > 1 || t.z > 1)) {
+      int& axis = t.x >= t.y && t.x >= t.z ? t.x : (t.y >= t.z ? t.y : t.z);
+      axis = (axis + 1) / 2;
+    }
     TAPEFLOW_EXPECTS(scratch(request.k) <= p.scratch_limit,
                      "a segment of " + std::to_string(request.k) + " steps on tiles of " + std::to_string(t.x) + "x" +
                        std::to_string(t.y) + "x" + std::to_string(t.z) + " needs " + std::to_string(scratch(request.k)) +
@@ -164,6 +169,8 @@ template <class S>
       }
     }
   }
+  p.tile = t;
+  p.tiles = ((g.nx + t.x - 1) / t.x) * ((g.ny + t.y - 1) / t.y) * ((g.nz + t.z - 1) / t.z);
   p.segments = (steps + static_cast<std::size_t>(p.k) - 1) / static_cast<std::size_t>(p.k);
   p.scratch_bytes = scratch(p.k);
   p.states_per_step = detail::states_per_step(segment_shape{p.k, r}, t, dims);

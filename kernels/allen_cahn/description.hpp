@@ -90,11 +90,15 @@ struct description {
   }
 
   /// The least traffic of a taped gradient: the tape written and read once, and each step's state
-  /// read and written once in the forward and once in the reverse.
+  /// read and written once in the forward and once in the reverse. In segments, what their plan
+  /// counts: the states a step moves, halos included (docs/stencils.md).
   static double bench_bytes(problem const& p, tape_report const& r, std::size_t value_bytes)
   {
-    return 2.0 * static_cast<double>(r.tape_bytes) +
-           4.0 * static_cast<double>(p.n * p.n * value_bytes) * static_cast<double>(p.steps);
+    double const state = static_cast<double>(p.n * p.n * value_bytes);
+    for (auto const& [name, value] : r.facts) {
+      if (name == "states_moved_per_step") { return value * state * static_cast<double>(p.steps); }
+    }
+    return 2.0 * static_cast<double>(r.tape_bytes) + 4.0 * state * static_cast<double>(p.steps);
   }
   static std::vector<bench_suite<description>> bench_suites();
   static problem test_problem() { return {24, 7}; }

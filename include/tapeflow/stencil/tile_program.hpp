@@ -87,11 +87,22 @@ struct tile_program {
 
   // ---- where a grid coordinate lies ---------------------------------------------------------------
 
+  /// v mod n in [0, n): one add or subtract for a halo that reaches less than a grid past the
+  /// edge (the common case, no division), a remainder otherwise.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE static std::int64_t wrap(std::int64_t v, std::size_t n) noexcept
   {
     auto const m = static_cast<std::int64_t>(n);
-    v %= m;
-    return v < 0 ? v + m : v;
+    if (v < 0) {
+      v += m;
+      if (v < 0) {
+        v %= m;
+        v = v < 0 ? v + m : v;
+      }
+    } else if (v >= m) {
+      v -= m;
+      if (v >= m) { v %= m; }
+    }
+    return v;
   }
   [[nodiscard]] TAPEFLOW_HOST_DEVICE bool inside(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
   {
@@ -146,11 +157,21 @@ struct tile_program {
   /// cell's coordinates in `b` being (x, y, z) + sh.
   TAPEFLOW_HOST_DEVICE static void gather_taps(T const* level, box const& b, int x, int y, int z, shift sh, T* u)
   {
-    std::size_t const plane = b.cells();
-    for_each_tap<forward_taps>([&](auto t, auto i) {
+    gather<forward_taps>(level, b, b.at(x + sh.x, y + sh.y, z + sh.z), u);
+  }
+
+  /// The values at the taps of `List` around the cell at index `at` of `level` (stored on `b`):
+  /// one base index, each tap a constant offset in the box's strides.
+  template <class List>
+  TAPEFLOW_HOST_DEVICE static void gather(T const* level, box const& b, std::size_t at, T* u)
+  {
+    auto const plane = static_cast<std::ptrdiff_t>(b.cells());
+    auto const row = static_cast<std::ptrdiff_t>(b.ex);
+    auto const slab = row * static_cast<std::ptrdiff_t>(b.ey);
+    T const* const centre = level + at;
+    for_each_tap<List>([&](auto t, auto i) {
       using tp = decltype(t);
-      u[decltype(i)::value] =
-        level[tp::field * plane + b.at(x + sh.x + tp::dx, y + sh.y + tp::dy, z + sh.z + tp::dz)];
+      u[decltype(i)::value] = centre[tp::field * plane + tp::dz * slab + tp::dy * row + tp::dx];
     });
   }
 
@@ -255,11 +276,7 @@ struct tile_program {
       T u[forward_taps::size];
       T gv[adjoint_taps::size];
       gather_taps(u_level, ub, x, y, z, su, u);
-      std::size_t const plane = lb.cells();
-      for_each_tap<adjoint_taps>([&](auto t, auto i) {
-        using tp = decltype(t);
-        gv[decltype(i)::value] = next[tp::field * plane + lb.at(x + sl.x + tp::dx, y + sl.y + tp::dy, z + sl.z + tp::dz)];
-      });
+      gather<adjoint_taps>(next, lb, lb.at(x + sl.x, y + sl.y, z + sl.z), gv);
       stencil.adjoint(u, gv, lambda);
     } else {
       // λ(x) gathers, tap by tap in order, what reverse() at the cell x - offset gives that tap.

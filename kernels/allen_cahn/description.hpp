@@ -6,6 +6,7 @@
 #include "stencil.hpp"
 
 #include <tapeflow/workloads/common/describe.hpp>
+#include <tapeflow/workloads/common/state_chain.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -81,11 +82,7 @@ struct description {
   static tape_report plan(problem const& p, options const& o)
   {
     tape_report r = chain_report(allen_cahn::plan<T>(p, o));
-    if (segmented(o)) {
-      tapeflow::stencil::segment_plan const s = segment_plan_of<T>(p, o);
-      r.notes.push_back("stencil: " + s.describe());
-      r.facts = {{"segment_steps", s.k}, {"states_moved_per_step", s.states_per_step}};
-    }
+    if (segmented(o)) { report_segments(r, segment_plan_of<T>(p, o)); }
     return r;
   }
 

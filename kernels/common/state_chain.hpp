@@ -15,6 +15,7 @@
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/nvtx.hpp>
+#include <tapeflow/stencil/segment.hpp>
 
 #include <cstddef>
 #include <memory>
@@ -25,6 +26,15 @@
 #include <vector>
 
 namespace tapeflow::workloads {
+
+/// Adds a stencil segment plan to a report: its line among the notes, k and the states a step
+/// moves among the facts (what `tapeflow plan` prints and --json and the benchmarks record).
+inline void report_segments(tape_report& r, tapeflow::stencil::segment_plan const& s)
+{
+  r.notes.push_back("stencil: " + s.describe());
+  r.facts.emplace_back("segment_steps", static_cast<double>(s.k));
+  r.facts.emplace_back("states_moved_per_step", s.states_per_step);
+}
 
 /// True for a Step of stencil segments (tapeflow/stencil/segment.hpp), whose plan the session
 /// reports beside the chain's.
@@ -104,12 +114,7 @@ class state_chain_session final : public session<T> {
     r.peak_device_bytes = device_memory_usage(this->kind()).peak_bytes;
     r.peak_host_bytes = host_memory_usage(this->kind()).peak_bytes;
     if (staging_) { r.staging = *staging_; }
-    if constexpr (has_segment_plan<Step>::value) {
-      auto const& segments = step_.plan();
-      r.notes.push_back("stencil: " + segments.describe());
-      r.facts = {{"segment_steps", static_cast<double>(segments.k)},
-                 {"states_moved_per_step", segments.states_per_step}};
-    }
+    if constexpr (has_segment_plan<Step>::value) { report_segments(r, step_.plan()); }
     return r;
   }
 

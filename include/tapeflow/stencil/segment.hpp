@@ -170,7 +170,7 @@ template <class S>
     }
   }
   p.tile = t;
-  p.tiles = ((g.nx + t.x - 1) / t.x) * ((g.ny + t.y - 1) / t.y) * ((g.nz + t.z - 1) / t.z);
+  p.tiles = tiles_covering(g.nx, g.ny, g.nz, t);
   p.segments = (steps + static_cast<std::size_t>(p.k) - 1) / static_cast<std::size_t>(p.k);
   p.scratch_bytes = scratch(p.k);
   p.states_per_step = detail::states_per_step(segment_shape{p.k, r}, t, dims);

@@ -210,6 +210,13 @@ struct tile_extent {
   int z{1};
 };
 
+/// Tiles of extent `t` covering an nx x ny x nz grid (the last along each axis cut by the edge).
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t tiles_covering(std::size_t nx, std::size_t ny, std::size_t nz,
+                                                                        tile_extent t) noexcept
+{
+  return ((nx + t.x - 1) / t.x) * ((ny + t.y - 1) / t.y) * ((nz + t.z - 1) / t.z);
+}
+
 /// Cells of a box of `t` grown by `halo` along each of the first `dims` axes.
 [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t box_cells(tile_extent t, int dims, int halo) noexcept
 {

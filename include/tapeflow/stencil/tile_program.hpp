@@ -136,10 +136,7 @@ struct tile_program {
     return b;
   }
   /// Tiles covering the grid.
-  [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t tiles() const noexcept
-  {
-    return ((g.nx + tile.x - 1) / tile.x) * ((g.ny + tile.y - 1) / tile.y) * ((g.nz + tile.z - 1) / tile.z);
-  }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t tiles() const noexcept { return tiles_covering(g.nx, g.ny, g.nz, tile); }
 
   // ---- one level from the one before ---------------------------------------------------------------
 

@@ -347,6 +347,16 @@ TEST(StencilSegments, GradientIsTheDerivativeByFiniteDifferencesInDouble)
   check_finite_differences(advection_2d<double>{0.2, 0.1}, st::grid<double>{15, 9}, 6, 3);
 }
 
+#if defined(TAPEFLOW_TEST_ON_GPU)
+TEST(StencilSegments, ADeviceRunnerRefusesACpuPlan)
+{
+  st::segment_plan const cpu = st::plan_segments<allen_cahn_2d<float>>(st::grid<float>{16, 16}, 4,
+                                                                       query_device_limits(backend::cpu));
+  EXPECT_THROW(static_cast<void>(make_segments(allen_cahn_2d<float>{{0.1f, 0.2f}}, st::grid<float>{16, 16}, cpu)),
+               logic_error);
+}
+#endif
+
 // The planner is host code: its tests run once, with the CPU backend's.
 #if !defined(TAPEFLOW_TEST_ON_GPU)
 TEST(StencilSegments, PlannerTakesTheLongestSegmentThatPaysAndFitsOnChip)
@@ -407,12 +417,44 @@ TEST(StencilSegments, RequestsThatCannotRunAreLogicErrors)
   st::segment_request huge;
   huge.k = 16;
   huge.tile = {4096, 4096, 1};
-  try {
-    static_cast<void>(plan(40, huge, g));
-    ADD_FAILURE() << "a tile of 4096 x 4096 cells was planned on chip";
-  } catch (logic_error const& e) {
-    EXPECT_NE(std::string(e.what()).find("bytes on chip"), std::string::npos) << e.what();
+  auto expect_refusal = [&](st::segment_request r, char const* says) {
+    try {
+      static_cast<void>(plan(40, r, g));
+      ADD_FAILURE() << "planned a tile of " << r.tile.x << " x " << r.tile.y << ", k " << r.k;
+    } catch (logic_error const& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  expect_refusal(huge, "bytes on chip per tile");
+  huge.k = 0;  // the planner's k: not even one step fits
+  expect_refusal(huge, "bytes on chip for one step");
+  st::segment_request wide;
+  wide.tile = {70000, 1, 1};
+  expect_refusal(wide, "1 to 65536 cells");
+  wide.tile = {-3, 8, 1};
+  expect_refusal(wide, "1 to 65536 cells");
+}
+
+TEST(StencilSegments, AGpuPlanRefusesMoreThreadsThanTheDeviceRuns)
+{
+  device_limits gpu_like;
+  gpu_like.kind = backend::cuda;
+  gpu_like.multiprocessors = 4;
+  gpu_like.shared_mem_per_block = 48 * 1024;
+  gpu_like.shared_mem_per_multiprocessor = 96 * 1024;
+  gpu_like.max_threads_per_block = 1024;
+  gpu_like.max_threads_per_multiprocessor = 2048;
+  st::segment_request r;
+  for (int threads : {2048, -64}) {
+    r.block_threads = threads;
+    EXPECT_THROW(static_cast<void>(st::plan_segments<allen_cahn_2d<float>>(st::grid<float>{64, 64}, 8, gpu_like, r)),
+                 logic_error)
+      << threads << " threads";
   }
+  r.block_threads = 512;
+  st::segment_plan const p = st::plan_segments<allen_cahn_2d<float>>(st::grid<float>{64, 64}, 8, gpu_like, r);
+  EXPECT_EQ(p.block_threads, 512);
+  EXPECT_EQ(p.grid_blocks, 4) << "4 tiles of 32 x 32, all resident";
 }
 #endif
 

@@ -29,8 +29,8 @@ inline constexpr int max_segment_steps = 16;
 /// What a caller asks of the segment planner. Zero means "choose for me".
 struct segment_request {
   int k{0};               ///< steps per segment (--segment K); 0: the planner picks
-  tile_extent tile{0, 0, 0};  ///< cells of a tile along each axis
-  int block_threads{0};   ///< GPU threads per tile
+  tile_extent tile{0, 0, 0};  ///< cells of a tile along each axis (1 to 65536; 0: the default)
+  int block_threads{0};   ///< GPU threads per tile (1 to the device's limit)
 };
 
 /// What the segment planner decided.
@@ -118,9 +118,9 @@ template <class S>
   p.steps = steps;
   p.state_bytes = static_cast<double>(g.cells()) * S::fields * sizeof(T);
   tile_extent t = detail::default_tile(limits.kind, dims);
-  if (request.tile.x > 0) { t.x = request.tile.x; }
-  if (request.tile.y > 0) { t.y = request.tile.y; }
-  if (request.tile.z > 0) { t.z = request.tile.z; }
+  if (request.tile.x != 0) { t.x = request.tile.x; }
+  if (request.tile.y != 0) { t.y = request.tile.y; }
+  if (request.tile.z != 0) { t.z = request.tile.z; }
   if (dims < 2) { t.y = 1; }
   if (dims < 3) { t.z = 1; }
   TAPEFLOW_EXPECTS(t.x > 0 && t.y > 0 && t.z > 0 && t.x <= 65536 && t.y <= 65536 && t.z <= 65536,
@@ -143,7 +143,7 @@ template <class S>
                        std::to_string(steps) + " steps of the gradient");
     // A long segment on the default tile may not fit: the tile shrinks (its longest axis halved)
     // until it does. A tile the caller chose stays as chosen.
-    bool const chosen = request.tile.x > 0 || request.tile.y > 0 || request.tile.z > 0;
+    bool const chosen = request.tile.x != 0 || request.tile.y != 0 || request.tile.z != 0;
     while (!chosen && scratch(request.k) > p.scratch_limit && (t.x > 1 || t.y > 1 || t.z > 1)) {
       int& axis = t.x >= t.y && t.x >= t.z ? t.x : (t.y >= t.z ? t.y : t.z);
       axis = (axis + 1) / 2;
@@ -175,8 +175,8 @@ template <class S>
   p.scratch_bytes = scratch(p.k);
   p.states_per_step = detail::states_per_step(segment_shape{p.k, r}, t, dims);
   if (gpu) {
-    p.block_threads = request.block_threads > 0 ? request.block_threads : 256;
-    TAPEFLOW_EXPECTS(p.block_threads <= limits.max_threads_per_block,
+    p.block_threads = request.block_threads != 0 ? request.block_threads : 256;
+    TAPEFLOW_EXPECTS(p.block_threads >= 1 && p.block_threads <= limits.max_threads_per_block,
                      "a stencil tile's block of " + std::to_string(p.block_threads) + " threads exceeds the device's " +
                        std::to_string(limits.max_threads_per_block));
     int by_threads = limits.max_threads_per_multiprocessor / p.block_threads;

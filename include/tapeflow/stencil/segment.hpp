@@ -45,7 +45,6 @@ struct segment_plan {
   int grid_blocks{1};            ///< tiles in flight (GPU blocks, or CPU threads)
   std::size_t scratch_bytes{0};  ///< on-chip bytes of one tile's reverse (its forward needs less)
   std::size_t scratch_limit{0};  ///< what one tile may hold: shared memory per block, or the CPU's cache share
-  double state_bytes{0};         ///< bytes of one state
   /// Global-memory bytes per time step of a gradient (forward + reverse, every layer on the device),
   /// in states: halo reads included. A store-every-step gradient of a one-step kernel moves 5.
   double states_per_step{0};
@@ -116,7 +115,6 @@ template <class S>
   segment_plan p;
   p.kind = limits.kind;
   p.steps = steps;
-  p.state_bytes = static_cast<double>(g.cells()) * S::fields * sizeof(T);
   tile_extent t = detail::default_tile(limits.kind, dims);
   if (request.tile.x != 0) { t.x = request.tile.x; }
   if (request.tile.y != 0) { t.y = request.tile.y; }
@@ -177,10 +175,11 @@ template <class S>
   if (gpu) {
     p.block_threads = request.block_threads != 0 ? request.block_threads : 256;
     TAPEFLOW_EXPECTS(p.block_threads >= 1 && p.block_threads <= limits.max_threads_per_block,
-                     "a stencil tile's block of " + std::to_string(p.block_threads) + " threads exceeds the device's " +
-                       std::to_string(limits.max_threads_per_block));
-    int by_threads = limits.max_threads_per_multiprocessor / p.block_threads;
-    int const by_smem = static_cast<int>(limits.shared_mem_per_multiprocessor / (p.scratch_bytes + 1024));
+                     "a stencil tile's block runs 1 to " + std::to_string(limits.max_threads_per_block) +
+                       " threads on this device, not " + std::to_string(p.block_threads));
+    int const by_threads = limits.max_threads_per_multiprocessor / p.block_threads;
+    constexpr std::size_t reserved_per_block = 1024;  // shared memory the CUDA driver keeps per resident block
+    int const by_smem = static_cast<int>(limits.shared_mem_per_multiprocessor / (p.scratch_bytes + reserved_per_block));
     int const per_sm = by_threads < by_smem ? by_threads : by_smem;
     std::size_t const resident = static_cast<std::size_t>(limits.multiprocessors) * (per_sm > 0 ? per_sm : 1);
     p.grid_blocks = static_cast<int>(p.tiles < resident ? p.tiles : resident);

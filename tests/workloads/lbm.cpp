@@ -333,35 +333,32 @@ TEST(LbmCollision, PrimalMatchesTheIndependentCollision)
 
 class LbmLattices : public testing::on_target<::testing::TestWithParam<lattice>> {};
 
-TEST_P(LbmLattices, F64GradientMatchesCentralFiniteDifferences)
+/// The gradient in T against long-double central differences at the same (T) inputs, within
+/// `gradient_tolerance` (relative), and the loss within `loss_tolerance`.
+template <class T>
+void check_against_central_differences(lattice const& l, double gradient_tolerance, double loss_tolerance)
 {
-  lattice const l = GetParam();
   std::uint64_t const seed = testing::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  std::vector<double> const f0 = lbm::random_state<double>(problem_of(l), seed);
-  lbm::gradient_result<double> const r = lbm::gradient(problem_of(l), f0, on(testing::target));
-
-  // Long-double central differences: truncation O(h^2) ~ 1e-12, rounding ~1e-19 L / h ~ 1e-12.
+  std::vector<T> const f0 = lbm::random_state<T>(problem_of(l), seed);
+  lbm::gradient_result<T> const r = lbm::gradient(problem_of(l), f0, on(testing::target));
   std::vector<real> const u = testing::widen(f0);
   std::vector<real> const fd = ref_fd_gradient(u, l, 1e-6L);
-  EXPECT_LT(testing::relative_error(r.gradient, fd), 1e-8);
+  EXPECT_LT(testing::relative_error(r.gradient, fd), gradient_tolerance);
   real const expect = ref_loss(u, l);
-  EXPECT_NEAR(r.loss, static_cast<double>(expect), 1e-13 * static_cast<double>(expect));
+  EXPECT_NEAR(r.loss, static_cast<double>(expect), loss_tolerance * static_cast<double>(expect));
+}
+
+TEST_P(LbmLattices, F64GradientMatchesCentralFiniteDifferences)
+{
+  // Long-double central differences: truncation O(h^2) ~ 1e-12, rounding ~1e-19 L / h ~ 1e-12.
+  check_against_central_differences<double>(GetParam(), 1e-8, 1e-13);
 }
 
 TEST_P(LbmLattices, F32GradientMatchesCentralFiniteDifferences)
 {
-  lattice const l = GetParam();
-  std::uint64_t const seed = testing::fresh_seed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::vector<float> const f0 = lbm::random_state<float>(problem_of(l), seed);
-  lbm::gradient_result<float> const r = lbm::gradient(problem_of(l), f0, on(testing::target));
   // The exact gradient at the (f32) inputs; f32 arithmetic over T steps is good to ~1e-6.
-  std::vector<real> const u = testing::widen(f0);
-  std::vector<real> const fd = ref_fd_gradient(u, l, 1e-6L);
-  EXPECT_LT(testing::relative_error(r.gradient, fd), 2e-5);
-  real const expect = ref_loss(u, l);
-  EXPECT_NEAR(r.loss, static_cast<double>(expect), 1e-6 * static_cast<double>(expect));
+  check_against_central_differences<float>(GetParam(), 2e-5, 1e-6);
 }
 
 INSTANTIATE_TEST_SUITE_P(Lattices, LbmLattices,

@@ -359,15 +359,23 @@ TEST(StencilSegments, ADeviceRunnerRefusesACpuPlan)
 
 // The planner is host code: its tests run once, with the CPU backend's.
 #if !defined(TAPEFLOW_TEST_ON_GPU)
+/// A CUDA device's limits as the planner reads them: 48 KiB of shared memory per block without
+/// opt-in, 1024 threads per block, 2048 per multiprocessor.
+device_limits gpu_limits(int multiprocessors, std::size_t shared_per_multiprocessor)
+{
+  device_limits d;
+  d.kind = backend::cuda;
+  d.multiprocessors = multiprocessors;
+  d.shared_mem_per_block = 48 * 1024;
+  d.shared_mem_per_multiprocessor = shared_per_multiprocessor;
+  d.max_threads_per_block = 1024;
+  d.max_threads_per_multiprocessor = 2048;
+  return d;
+}
+
 TEST(StencilSegments, PlannerTakesTheLongestSegmentThatPaysAndFitsOnChip)
 {
-  device_limits gpu_like;
-  gpu_like.kind = backend::cuda;
-  gpu_like.multiprocessors = 132;
-  gpu_like.shared_mem_per_block = 48 * 1024;
-  gpu_like.shared_mem_per_multiprocessor = 228 * 1024;
-  gpu_like.max_threads_per_block = 1024;
-  gpu_like.max_threads_per_multiprocessor = 2048;
+  device_limits const gpu_like = gpu_limits(132, 228 * 1024);  // an H100's
   using ac = allen_cahn_2d<float>;
   st::segment_plan const p = st::plan_segments<ac>(st::grid<float>{8192, 8192}, 100, gpu_like);
   EXPECT_GE(p.k, 3) << p.describe();
@@ -437,13 +445,7 @@ TEST(StencilSegments, RequestsThatCannotRunAreLogicErrors)
 
 TEST(StencilSegments, AGpuPlanRefusesMoreThreadsThanTheDeviceRuns)
 {
-  device_limits gpu_like;
-  gpu_like.kind = backend::cuda;
-  gpu_like.multiprocessors = 4;
-  gpu_like.shared_mem_per_block = 48 * 1024;
-  gpu_like.shared_mem_per_multiprocessor = 96 * 1024;
-  gpu_like.max_threads_per_block = 1024;
-  gpu_like.max_threads_per_multiprocessor = 2048;
+  device_limits const gpu_like = gpu_limits(4, 96 * 1024);
   st::segment_request r;
   for (int threads : {2048, -64}) {
     r.block_threads = threads;

@@ -68,6 +68,20 @@ class platform_error : public error {
   int code_;
 };
 
+/// Ranks of a distributed run could not go on together: a rank failed (`failed_rank()` names it
+/// and the message carries its error), a peer said nothing within the communicator's timeout, or
+/// the ranks disagree (on a schedule, a size). Raised on every rank of the run; the communicator
+/// that raised it is then unusable (docs/distributed.md).
+class distributed_error : public error {
+ public:
+  distributed_error(std::string const& what, int failed_rank) : error(what), failed_rank_(failed_rank) {}
+  /// The rank whose failure this reports; -1 for a timeout or a disagreement no one rank caused.
+  [[nodiscard]] int failed_rank() const noexcept { return failed_rank_; }
+
+ private:
+  int failed_rank_;
+};
+
 namespace detail {
 [[noreturn]] void throw_logic_error(char const* file, int line, std::string const& reason);
 std::string where(char const* file, int line);

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+// The ranks of a distributed run, as tapeflow talks to them (docs/distributed.md). Two primitives
+// carry everything: allgather (every rank's bytes, in rank order, on every rank) and exchange
+// (point-to-point messages with a few peers). Everything tapeflow agrees on is built from them in
+// this header: budgets reduced to their minimum, step costs to their maximum, sums taken in rank
+// order (so the same run gives the same bits), and a schedule's fingerprint compared across ranks.
+//
+// Implementations: single_rank (here; one process, nothing to talk to) and mpi_communicator
+// (tapeflow/distributed/mpi.hpp, built with TAPEFLOW_MPI=ON). Every wait of an implementation is
+// bounded: a peer that fails announces it (announce_failure) and every rank raises
+// distributed_error naming it; a peer that says nothing for the timeout makes the waiting rank
+// raise one too. After a distributed_error a communicator is broken: its calls raise again.
+#pragma once
+
+#include <tapeflow/error.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace tapeflow::distributed {
+
+/// A message to send: `bytes` bytes at `data` to rank `peer`, tagged `tag` (0 to 32766).
+struct outgoing {
+  int peer{0};
+  int tag{0};
+  void const* data{nullptr};
+  std::size_t bytes{0};
+};
+
+/// A message to receive: `bytes` bytes from rank `peer`, tagged `tag`, into `data`.
+struct incoming {
+  int peer{0};
+  int tag{0};
+  void* data{nullptr};
+  std::size_t bytes{0};
+};
+
+/// The ranks of a run. Calls are collective where documented: every rank makes them, in the same
+/// order. Not thread-safe: one thread of each rank talks.
+class communicator {
+ public:
+  communicator() = default;
+  communicator(communicator const&) = delete;
+  communicator& operator=(communicator const&) = delete;
+  virtual ~communicator() = default;
+
+  /// This process's rank, 0 to size() - 1.
+  [[nodiscard]] virtual int rank() const noexcept = 0;
+  /// Ranks in the run.
+  [[nodiscard]] virtual int size() const noexcept = 0;
+
+  /// Collective: `bytes` bytes from every rank's `send`, in rank order, into `receive` (size()
+  /// times `bytes`). Throws distributed_error when a rank failed or the timeout passed.
+  virtual void allgather(void const* send, void* receive, std::size_t bytes) = 0;
+
+  /// Posts every receive, then every send, and waits for all of them. A rank may send to itself.
+  /// Messages between two ranks with one tag arrive in the order they were posted. Throws
+  /// logic_error for a peer out of range or a tag past 32766, distributed_error as allgather.
+  virtual void exchange(std::vector<outgoing> const& sends, std::vector<incoming> const& receives) = 0;
+
+  /// Tells every other rank that this one failed with `what`: their current or next wait raises
+  /// distributed_error naming this rank. Best effort; never throws. Marks this communicator broken.
+  virtual void announce_failure(std::string const& what) noexcept = 0;
+};
+
+/// The one-process communicator: rank 0 of 1. allgather copies; an exchange matches each
+/// receive with the send to itself of the same tag, in order.
+class single_rank final : public communicator {
+ public:
+  [[nodiscard]] int rank() const noexcept override { return 0; }
+  [[nodiscard]] int size() const noexcept override { return 1; }
+  void allgather(void const* send, void* receive, std::size_t bytes) override;
+  void exchange(std::vector<outgoing> const& sends, std::vector<incoming> const& receives) override;
+  void announce_failure(std::string const&) noexcept override {}
+};
+
+// ---- what the ranks agree on, built on allgather -------------------------------------------------
+
+/// Collective: every rank's `value`, in rank order.
+template <class T>
+[[nodiscard]] std::vector<T> gather_all(communicator& comm, T const& value)
+{
+  static_assert(std::is_trivially_copyable_v<T>, "gather_all sends a value's bytes");
+  std::vector<T> all(static_cast<std::size_t>(comm.size()));
+  comm.allgather(&value, all.data(), sizeof(T));
+  return all;
+}
+
+/// Collective: the least of every rank's `value`.
+[[nodiscard]] std::size_t min_over_ranks(communicator& comm, std::size_t value);
+
+/// Collective: the greatest of every rank's `value`.
+[[nodiscard]] double max_over_ranks(communicator& comm, double value);
+
+/// Collective: `values` (the same length on every rank, else logic_error on every rank) replaced by
+/// their element-wise maximum over the ranks.
+void max_over_ranks(communicator& comm, std::vector<double>& values);
+
+/// Collective: the sum of every rank's `value`, added in rank order from rank 0 in double, so the
+/// bits do not depend on how messages arrive (MPI's reductions promise no order).
+[[nodiscard]] double sum_in_rank_order(communicator& comm, double value);
+
+/// Collective: throws distributed_error on every rank unless every rank passed the same
+/// `fingerprint`; the message names `what` and the ranks that differ from rank 0.
+void require_same(communicator& comm, std::uint64_t fingerprint, std::string const& what);
+
+/// Runs `work()` as one rank of a collective piece of work: if it throws, the failure is
+/// announced to every other rank (whose waits then raise distributed_error naming this one)
+/// and rethrown here.
+template <class Work>
+decltype(auto) collectively(communicator& comm, Work&& work)
+{
+  try {
+    return std::forward<Work>(work)();
+  } catch (distributed_error const&) {
+    throw;  // the ranks already know
+  } catch (std::exception const& e) {
+    comm.announce_failure(e.what());
+    throw;
+  } catch (...) {
+    comm.announce_failure("an exception that is not a std::exception");
+    throw;
+  }
+}
+
+/// FNV-1a of `bytes` bytes, continuing from `hash`: fingerprints compared across ranks.
+[[nodiscard]] inline std::uint64_t fingerprint(void const* bytes, std::size_t size,
+                                                  std::uint64_t hash = 0xcbf29ce484222325ull) noexcept
+{
+  auto const* p = static_cast<unsigned char const*>(bytes);
+  for (std::size_t i = 0; i < size; ++i) {
+    hash ^= p[i];
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+}  // namespace tapeflow::distributed

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+// tapeflow's communicator over MPI (library tapeflow::mpi, built with TAPEFLOW_MPI=ON; needs an
+// MPI library: Debian's openmpi or mpich). The application initialises and finalises MPI; the
+// communicator works on a duplicate of the one it is given, so tapeflow's messages never meet the
+// application's, and returns MPI's errors instead of aborting on them.
+//
+// Every wait polls: a failure announced by any rank (announce_failure) or a peer silent for the
+// timeout raises distributed_error instead of hanging. Buffers are host memory: device data is
+// staged through host memory by the caller (docs/distributed.md).
+#pragma once
+
+#include <tapeflow/distributed/communicator.hpp>
+
+#include <mpi.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace tapeflow::distributed {
+
+class mpi_communicator final : public communicator {
+ public:
+  /// How long a wait may last without progress, unless the environment's TAPEFLOW_MPI_TIMEOUT
+  /// (seconds, > 0) says otherwise: 300 s.
+  [[nodiscard]] static std::chrono::milliseconds default_timeout();
+
+  /// Collective over `comm`: duplicates it. Throws logic_error when MPI is not initialised or a
+  /// timeout is not positive, distributed_error when MPI fails.
+  explicit mpi_communicator(MPI_Comm comm = MPI_COMM_WORLD, std::chrono::milliseconds timeout = default_timeout());
+  /// Frees the duplicate (unless MPI was finalised first).
+  ~mpi_communicator() override;
+
+  [[nodiscard]] int rank() const noexcept override { return rank_; }
+  [[nodiscard]] int size() const noexcept override { return size_; }
+  void allgather(void const* send, void* receive, std::size_t bytes) override;
+  void exchange(std::vector<outgoing> const& sends, std::vector<incoming> const& receives) override;
+  void announce_failure(std::string const& what) noexcept override;
+
+  /// The duplicate tapeflow talks on.
+  [[nodiscard]] MPI_Comm native() const noexcept { return comm_; }
+  /// Whether a distributed_error left this communicator unusable.
+  [[nodiscard]] bool broken() const noexcept { return broken_; }
+
+ private:
+  void check(int status, char const* call);
+  void require_usable() const;
+  void wait(std::vector<MPI_Request>& requests, char const* what);
+  [[noreturn]] void fail(std::string const& what, int failed_rank, std::vector<MPI_Request>& pending);
+
+  MPI_Comm comm_{MPI_COMM_NULL};
+  int rank_{0};
+  int size_{1};
+  std::chrono::milliseconds timeout_;
+  bool broken_{false};
+  std::string broken_because_;
+};
+
+}  // namespace tapeflow::distributed

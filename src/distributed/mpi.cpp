@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: Apache-2.0
+// mpi_communicator (tapeflow/distributed/mpi.hpp): nonblocking MPI calls, each wait a polling
+// loop that also watches for failure announcements and for the timeout.
+#include <tapeflow/distributed/mpi.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tapeflow::distributed {
+
+namespace {
+
+/// The tag failure announcements travel on (MPI guarantees tags up to 32767; exchange() takes
+/// the ones below it).
+constexpr int failure_tag = 32767;
+/// Longest announcement carried, in bytes.
+constexpr int failure_text = 2048;
+
+std::string mpi_error_text(int status)
+{
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(status, text, &length) != MPI_SUCCESS) { return "MPI error " + std::to_string(status); }
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+int as_count(std::size_t bytes)
+{
+  TAPEFLOW_EXPECTS(bytes <= static_cast<std::size_t>(INT_MAX),
+                   "one MPI message carries at most " + std::to_string(INT_MAX) + " bytes, not " + std::to_string(bytes));
+  return static_cast<int>(bytes);
+}
+
+}  // namespace
+
+std::chrono::milliseconds mpi_communicator::default_timeout()
+{
+  if (char const* text = std::getenv("TAPEFLOW_MPI_TIMEOUT")) {
+    char* end = nullptr;
+    double const seconds = std::strtod(text, &end);
+    if (end != text && *end == '\0' && seconds > 0) {
+      return std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0));
+    }
+  }
+  return std::chrono::seconds(300);
+}
+
+mpi_communicator::mpi_communicator(MPI_Comm comm, std::chrono::milliseconds timeout) : timeout_(timeout)
+{
+  int initialised = 0;
+  MPI_Initialized(&initialised);
+  TAPEFLOW_EXPECTS(initialised != 0, "an mpi_communicator needs MPI initialised (MPI_Init) first");
+  TAPEFLOW_EXPECTS(timeout.count() > 0, "an mpi_communicator's timeout must be positive");
+  check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+  check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+}
+
+mpi_communicator::~mpi_communicator()
+{
+  int finalised = 0;
+  MPI_Finalized(&finalised);
+  if (comm_ != MPI_COMM_NULL && finalised == 0) { MPI_Comm_free(&comm_); }
+}
+
+void mpi_communicator::check(int status, char const* call)
+{
+  if (status == MPI_SUCCESS) { return; }
+  broken_ = true;
+  broken_because_ = std::string{call} + " failed: " + mpi_error_text(status);
+  throw distributed_error(tapeflow::detail::where(__FILE__, __LINE__) + "rank " + std::to_string(rank_) + ": " +
+                            broken_because_,
+                          rank_);
+}
+
+void mpi_communicator::require_usable() const
+{
+  if (broken_) {
+    throw distributed_error(tapeflow::detail::where(__FILE__, __LINE__) +
+                              "this communicator stopped at an earlier error (" + broken_because_ +
+                              "); the run cannot go on",
+                            -1);
+  }
+}
+
+void mpi_communicator::fail(std::string const& what, int failed_rank, std::vector<MPI_Request>& pending)
+{
+  broken_ = true;
+  broken_because_ = what;
+  // What will never complete is given back: receives are cancelled, sends freed (MPI completes
+  // them if it can). A nonblocking collective can be neither: the run has to end.
+  for (MPI_Request& r : pending) {
+    if (r == MPI_REQUEST_NULL) { continue; }
+    MPI_Cancel(&r);
+    MPI_Request_free(&r);
+  }
+  throw distributed_error(tapeflow::detail::where(__FILE__, __LINE__) + "rank " + std::to_string(rank_) + ": " + what,
+                          failed_rank);
+}
+
+void mpi_communicator::wait(std::vector<MPI_Request>& requests, char const* what)
+{
+  auto const start = std::chrono::steady_clock::now();
+  for (int polls = 0;; ++polls) {
+    int done = 0;
+    check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+    if (done != 0) { return; }
+
+    int announced = 0;
+    MPI_Status status;
+    check(MPI_Iprobe(MPI_ANY_SOURCE, failure_tag, comm_, &announced, &status), "MPI_Iprobe");
+    if (announced != 0) {
+      std::vector<char> text(failure_text + 1, '\0');
+      MPI_Recv(text.data(), failure_text, MPI_CHAR, status.MPI_SOURCE, failure_tag, comm_, MPI_STATUS_IGNORE);
+      fail(std::string{what} + " stopped: rank " + std::to_string(status.MPI_SOURCE) + " failed: " + text.data(),
+           status.MPI_SOURCE, requests);
+    }
+    if (std::chrono::steady_clock::now() - start > timeout_) {
+      fail(std::string{what} + " made no progress for " + std::to_string(timeout_.count()) +
+             " ms: a peer stopped without saying why, or the ranks called in different orders",
+           -1, requests);
+    }
+    // More ranks than cores is common in tests (oversubscribed): give the core away between polls.
+    if (polls > 64) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    } else {
+      std::this_thread::yield();
+    }
+  }
+}
+
+void mpi_communicator::allgather(void const* send, void* receive, std::size_t bytes)
+{
+  require_usable();
+  int const count = as_count(bytes);
+  std::vector<MPI_Request> request(1, MPI_REQUEST_NULL);
+  check(MPI_Iallgather(send, count, MPI_BYTE, receive, count, MPI_BYTE, comm_, request.data()), "MPI_Iallgather");
+  wait(request, "an allgather");
+}
+
+void mpi_communicator::exchange(std::vector<outgoing> const& sends, std::vector<incoming> const& receives)
+{
+  require_usable();
+  auto check_peer = [&](int peer, int tag) {
+    TAPEFLOW_EXPECTS(peer >= 0 && peer < size_, "a message names rank " + std::to_string(peer) + " of " +
+                                                  std::to_string(size_));
+    TAPEFLOW_EXPECTS(tag >= 0 && tag < failure_tag,
+                     "a message's tag must lie in [0, 32766], not " + std::to_string(tag));
+  };
+  for (incoming const& in : receives) { check_peer(in.peer, in.tag); }
+  for (outgoing const& out : sends) { check_peer(out.peer, out.tag); }
+
+  std::vector<MPI_Request> requests;
+  requests.reserve(sends.size() + receives.size());
+  try {
+    for (incoming const& in : receives) {
+      requests.push_back(MPI_REQUEST_NULL);
+      check(MPI_Irecv(in.data, as_count(in.bytes), MPI_BYTE, in.peer, in.tag, comm_, &requests.back()), "MPI_Irecv");
+    }
+    for (outgoing const& out : sends) {
+      requests.push_back(MPI_REQUEST_NULL);
+      // MPI-3 takes a const buffer.
+      check(MPI_Isend(out.data, as_count(out.bytes), MPI_BYTE, out.peer, out.tag, comm_, &requests.back()),
+            "MPI_Isend");
+    }
+  } catch (...) {
+    for (MPI_Request& r : requests) {
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r);
+        MPI_Request_free(&r);
+      }
+    }
+    throw;
+  }
+  wait(requests, "a halo exchange");
+}
+
+void mpi_communicator::announce_failure(std::string const& what) noexcept
+{
+  if (broken_) { return; }  // it failed on a distributed error, which every rank sees already
+  broken_ = true;
+  broken_because_ = "this rank failed: " + what;
+  std::string const text = what.substr(0, failure_text - 1);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) { continue; }
+    MPI_Request r = MPI_REQUEST_NULL;
+    // Short enough to go eagerly: the send completes without its receiver.
+    if (MPI_Isend(text.c_str(), static_cast<int>(text.size() + 1), MPI_CHAR, peer, failure_tag, comm_, &r) ==
+        MPI_SUCCESS) {
+      MPI_Request_free(&r);
+    }
+  }
+}
+
+}  // namespace tapeflow::distributed

@@ -107,7 +107,8 @@ class chain {
   /// Runs the forward on `stream`: `state` holds the initial state and, afterwards, the final one.
   /// Throws logic_error when the last forward's tape still waits for its reverse, or `state` is
   /// not of the chain's backend and state_bytes(). When pinned memory cannot be had, plans again
-  /// without it (stats().fallback says so) and runs again. Any other failure (a step, an
+  /// without it (stats().fallback says so) and runs again — alone, not in a collective chain,
+  /// whose forward ends on every rank or on none (distributed_error on the others). Any other failure (a step, an
   /// allocation, a copy) releases what the call held and propagates; `state` is then unspecified
   /// and the chain ready for a new forward.
   void forward(device_buffer& state, stream_view stream = {});
@@ -122,6 +123,8 @@ class chain {
   [[nodiscard]] std::vector<std::size_t> records_per_step() const;
   void check_state(device_buffer const& buffer, char const* what) const;
   void replan_without_host(out_of_memory const& failure);
+  void announce_failure() const noexcept;
+  void end_together() const;
 
   Step step_;
   std::size_t steps_;

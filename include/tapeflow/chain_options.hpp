@@ -5,6 +5,7 @@
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/bandwidth.hpp>
+#include <tapeflow/distributed/communicator.hpp>
 #include <tapeflow/plan.hpp>
 #include <tapeflow/policy.hpp>
 #include <tapeflow/schedule.hpp>
@@ -12,6 +13,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,12 @@ struct chain_options {
   bool poison{false};
   /// Called after each step: (phase, steps done, steps in all).
   std::function<void(chain_phase, std::size_t, std::size_t)> progress{};
+  /// The ranks whose chains run together (a decomposed problem whose steps exchange halos;
+  /// docs/distributed.md): planning is collective — least budgets and bandwidths, greatest step
+  /// costs, the schedule's fingerprint checked — a failing rank announces its failure, and pinned
+  /// memory that cannot be had fails the call instead of re-planning one rank alone. Null: one
+  /// process plans alone.
+  std::shared_ptr<distributed::communicator> collective{};
 };
 
 /// What a chain planned and did.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <tapeflow/chain.hpp>
+#include <tapeflow/detail/collective_plan.hpp>
 #include <tapeflow/detail/step_timing.hpp>
 #include <tapeflow/nvtx.hpp>
 
@@ -25,15 +26,29 @@ chain<Step, Valid>::chain(Step step, std::size_t steps, chain_options options)
     options_.pipeline.bulk_copy = bulk_copy_runs_of(step_);  // a preference: cp.async where it cannot run
   }
   TAPEFLOW_EXPECTS(step_.state_size() > 0, "a chain's state must hold at least one value");
-  stats_ = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), options_, steps_);
-  if (options_.measure_steps && options_.step_costs.empty() && options_.policy != tape_policy::store &&
-      (options_.budget_bytes != 0 && stats_.tape_bytes > options_.budget_bytes)) {
-    options_.step_costs = detail::measure_step_costs(step_, stats_, options_.kind);
+  distributed::communicator* const ranks = options_.collective.get();
+  auto plan = [&] {
+    if (ranks != nullptr && !options_.step_costs.empty()) { detail::agree_step_costs(*ranks, options_.step_costs); }
     stats_ = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), options_, steps_);
+  };
+  auto const planned = [&] {
+    if (ranks != nullptr) { detail::agree_plan_inputs(*ranks, options_); }
+    plan();
+    if (options_.measure_steps && options_.step_costs.empty() && options_.policy != tape_policy::store &&
+        (options_.budget_bytes != 0 && stats_.tape_bytes > options_.budget_bytes)) {
+      options_.step_costs = detail::measure_step_costs(step_, stats_, options_.kind);
+      plan();
+    }
+    TAPEFLOW_EXPECTS(!options_.capture_reverse || stats_.policy == tape_policy::store,
+                     "capture_reverse needs every layer on the device (policy store); the plan chose '" +
+                       std::string{to_string(stats_.policy)} + "'");
+  };
+  if (ranks == nullptr) {
+    planned();
+  } else {
+    distributed::collectively(*ranks, planned);
+    distributed::require_same(*ranks, detail::schedule_fingerprint(stats_, steps_), "the chain's schedule");
   }
-  TAPEFLOW_EXPECTS(!options_.capture_reverse || stats_.policy == tape_policy::store,
-                   "capture_reverse needs every layer on the device (policy store); the plan chose '" +
-                     std::string{to_string(stats_.policy)} + "'");
   executor_.set_plan();
 }
 
@@ -51,14 +66,17 @@ void chain<Step, Valid>::forward(device_buffer& state, stream_view stream)
       executor_.forward(state, s);
     } catch (out_of_memory const& failure) {
       // Pinned memory could not be had: plan without host memory and run again (`state` is
-      // only written at the end of a forward, so it still holds the initial state).
-      if (!executor_.host_allocation_failed()) { throw; }
+      // only written at the end of a forward, so it still holds the initial state). Not for one
+      // rank of many: the others would keep the old schedule.
+      if (!executor_.host_allocation_failed() || options_.collective) { throw; }
       executor_.abandon(s);
       replan_without_host(failure);
       executor_.forward(state, s);
     }
+    end_together();
   } catch (...) {
     executor_.abandon(s);  // `state` is left unspecified; the chain is ready for a new forward
+    announce_failure();
     throw;
   }
   pending_ = true;
@@ -78,13 +96,39 @@ void chain<Step, Valid>::reverse(device_buffer& adjoint, stream_view stream)
     detail::call_timer const timer{options_.measure_time, options_.kind, s, stats_.reverse_ms};
     try {
       executor_.reverse(adjoint, s);
+      end_together();
     } catch (...) {
       executor_.abandon(s);  // the tape is gone: the next forward starts afresh
+      announce_failure();
       throw;
     }
   }
   executor_.finish_reverse();
   calls_.end(s);
+}
+
+/// Inside a catch block: tells the other ranks of a collective chain that this one failed (a
+/// distributed_error they know of already).
+template <class Step, bool Valid>
+void chain<Step, Valid>::announce_failure() const noexcept
+{
+  if (!options_.collective) { return; }
+  try {
+    throw;
+  } catch (distributed_error const&) {
+  } catch (std::exception const& e) {
+    options_.collective->announce_failure(e.what());
+  } catch (...) {
+    options_.collective->announce_failure("an exception that is not a std::exception");
+  }
+}
+
+/// A collective chain's call ends on every rank or on none: the ranks meet once more, and a rank
+/// that failed after its last exchange with some of them is heard of here.
+template <class Step, bool Valid>
+void chain<Step, Valid>::end_together() const
+{
+  if (options_.collective) { static_cast<void>(distributed::gather_all(*options_.collective, char{1})); }
 }
 
 /// Records each step writes: one count, or one per step (Step::records_per_step(step)).

@@ -31,6 +31,9 @@ struct segment_request {
   int k{0};               ///< steps per segment (--segment K); 0: the planner picks
   tile_extent tile{0, 0, 0};  ///< cells of a tile along each axis (1 to 65536; 0: the default)
   int block_threads{0};   ///< GPU threads per tile (1 to the device's limit)
+  /// Most planes a segment may read beyond the grid's faces (a slab's thinnest neighbour,
+  /// tapeflow/stencil/slab.hpp); 0: no limit.
+  int max_halo{0};
 };
 
 /// What the segment planner decided.
@@ -123,6 +126,7 @@ template <class S>
   if (dims < 3) { t.z = 1; }
   TAPEFLOW_EXPECTS(t.x > 0 && t.y > 0 && t.z > 0 && t.x <= 65536 && t.y <= 65536 && t.z <= 65536,
                    "a stencil tile needs 1 to 65536 cells along each axis");
+  TAPEFLOW_EXPECTS(request.max_halo >= 0, "a segment's halo limit cannot be negative");
 
   bool const gpu = limits.kind != backend::cpu;
   p.scratch_limit = gpu ? limits.shared_mem_per_block : std::size_t{1} << 20;
@@ -135,7 +139,13 @@ template <class S>
   };
 
   int const longest = static_cast<int>(steps < static_cast<std::size_t>(max_segment_steps) ? steps : max_segment_steps);
+  auto halo_fits = [&](int k) { return request.max_halo == 0 || deepest_halo(segment_shape{k, r}) <= request.max_halo; };
   if (request.k > 0) {
+    TAPEFLOW_EXPECTS(halo_fits(request.k),
+                     "a segment of " + std::to_string(request.k) + " steps reads " +
+                       std::to_string(deepest_halo(segment_shape{request.k, r})) +
+                       " planes beyond a slab's faces; the thinnest slab holds " + std::to_string(request.max_halo) +
+                       ": ask for shorter segments or fewer ranks");
     TAPEFLOW_EXPECTS(static_cast<std::size_t>(request.k) <= steps,
                      "segments of " + std::to_string(request.k) + " steps are longer than the " +
                        std::to_string(steps) + " steps of the gradient");
@@ -159,7 +169,10 @@ template <class S>
                        std::to_string(p.scratch_limit) + ": ask for a smaller tile");
     p.k = 1;
     double best = detail::states_per_step(segment_shape{1, r}, t, dims);
-    for (int k = 2; k <= longest && scratch(k) <= p.scratch_limit; ++k) {
+    TAPEFLOW_EXPECTS(halo_fits(1), "one step reads " + std::to_string(deepest_halo(segment_shape{1, r})) +
+                                     " planes beyond a slab's faces; the thinnest slab holds " +
+                                     std::to_string(request.max_halo) + ": use fewer ranks");
+    for (int k = 2; k <= longest && scratch(k) <= p.scratch_limit && halo_fits(k); ++k) {
       double const moved = detail::states_per_step(segment_shape{k, r}, t, dims);
       if (moved < 0.95 * best) {
         best = moved;

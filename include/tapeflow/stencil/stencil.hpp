@@ -244,6 +244,17 @@ struct segment_shape {
   [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr int forward_halo(int i) const noexcept { return (k - i) * r.forward; }
 };
 
+/// The farthest a segment's tiles read beyond their own cells: the reverse's halo of the
+/// checkpoint or of λ, or the forward's halo, whichever is widest (a slab's ghost planes).
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr int deepest_halo(segment_shape s) noexcept
+{
+  int const a = s.state_halo(0);
+  int const b = s.lambda_halo(s.k);
+  int const c = s.forward_halo(0);
+  int const ab = a > b ? a : b;
+  return ab > c ? ab : c;
+}
+
 /// Values (of every field) a tile's reverse of a k-step segment holds at once: the k levels of u
 /// and two of λ. The forward holds two levels of u.
 [[nodiscard]] constexpr std::size_t reverse_scratch_values(segment_shape s, tile_extent t, int dims, int fields) noexcept

@@ -72,7 +72,27 @@ struct solo_team {
   TAPEFLOW_HOST_DEVICE void sync() const noexcept {}
 };
 
-/// The tile program of stencil S on grid `g`: advance() and reverse() of one tile.
+/// Planes beyond a slab's two faces, which the neighbours sent: fields x {below, above} x depth
+/// planes, x fastest.
+template <class T>
+struct ghost_planes {
+  int depth{0};
+  T const* values{nullptr};
+};
+
+/// Where the grid a tile program runs on is one rank's slab of a larger grid, cut along its last
+/// axis (y in 2-D, z in 3-D, x in 1-D; docs/distributed.md): the slab's place in the whole grid,
+/// and the ghost planes of the state and of the adjoint the call reads (set for each call).
+template <class T>
+struct slab_view {
+  std::int64_t offset{0};  ///< the whole grid's index of the slab's first plane
+  std::int64_t global{0};  ///< planes of the whole grid along the cut axis; 0: the grid is not cut
+  ghost_planes<T> state{};    ///< beyond the faces of the state (or checkpoint) the call reads
+  ghost_planes<T> adjoint{};  ///< beyond the faces of the adjoint the call reads
+};
+
+/// The tile program of stencil S on grid `g` (or on the slab `slab` of a larger grid, `g` being the
+/// slab's own extents): advance() and reverse() of one tile.
 template <class S>
 struct tile_program {
   using T = typename S::value_type;
@@ -84,6 +104,7 @@ struct tile_program {
   grid<T> g;
   reach r;
   tile_extent tile;
+  slab_view<T> slab{};
 
   // ---- where a grid coordinate lies ---------------------------------------------------------------
 
@@ -104,21 +125,64 @@ struct tile_program {
     }
     return v;
   }
+  /// The coordinate along the axis a slab is cut on (the last of the stencil's axes).
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE static constexpr std::int64_t along_cut(std::int64_t x, std::int64_t y,
+                                                                           std::int64_t z) noexcept
+  {
+    return dims == 1 ? x : dims == 2 ? y : z;
+  }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE bool split() const noexcept { return slab.global != 0; }
+
+  /// Whether (x, y, z) is a cell of this grid (of this rank's slab).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE bool inside(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
   {
     return x >= 0 && y >= 0 && z >= 0 && x < static_cast<std::int64_t>(g.nx) && y < static_cast<std::int64_t>(g.ny) &&
            z < static_cast<std::int64_t>(g.nz);
   }
+  /// Whether (x, y, z) is a cell of the whole grid: what a fixed boundary's ghost and dropped
+  /// adjoints are decided by. The same as inside() for a grid that is not cut.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE bool in_domain(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
+  {
+    if (!split()) { return inside(x, y, z); }
+    std::int64_t const c = along_cut(x, y, z) + slab.offset;
+    bool const cut_ok = c >= 0 && c < slab.global;
+    bool const x_ok = dims == 1 || (x >= 0 && x < static_cast<std::int64_t>(g.nx));
+    bool const y_ok = dims != 3 || (y >= 0 && y < static_cast<std::int64_t>(g.ny));
+    return cut_ok && x_ok && y_ok;
+  }
   /// Index of (x, y, z) in a state array, wrapped onto the grid (periodic) or as it is (fixed,
-  /// inside only).
+  /// inside only). A slab wraps along every axis but the cut one, where it reads ghost planes.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t cell_of(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
   {
     if (g.edge == boundary::periodic) {
-      x = wrap(x, g.nx);
-      y = wrap(y, g.ny);
-      z = wrap(z, g.nz);
+      if (!split() || dims != 1) { x = wrap(x, g.nx); }
+      if (!split() || dims != 2) { y = wrap(y, g.ny); }
+      if (!split() || dims != 3) { z = wrap(z, g.nz); }
     }
     return (static_cast<std::size_t>(z) * g.ny + static_cast<std::size_t>(y)) * g.nx + static_cast<std::size_t>(x);
+  }
+  /// The value of field `f` at (x, y, z) of `state`, where (x, y, z) lies in the whole grid: from
+  /// the state, or from the ghost planes beyond the slab's faces.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE T value_at(T const* state, ghost_planes<T> const& ghosts, int f, std::int64_t x,
+                                                std::int64_t y, std::int64_t z) const noexcept
+  {
+    if (split()) {
+      std::int64_t const c = along_cut(x, y, z);
+      auto const n = static_cast<std::int64_t>(g.extent(dims - 1));
+      if (c < 0 || c >= n) {
+        // Within a plane, the cell's index along the uncut axes (wrapped where periodic).
+        std::int64_t const px = dims == 1 ? 0 : (g.edge == boundary::periodic ? wrap(x, g.nx) : x);
+        std::int64_t const py = dims == 3 ? (g.edge == boundary::periodic ? wrap(y, g.ny) : y) : 0;
+        std::size_t const plane = dims == 1 ? 1 : dims == 2 ? g.nx : g.nx * g.ny;
+        std::size_t const in_plane = static_cast<std::size_t>(py) * g.nx + static_cast<std::size_t>(px);
+        int const side = c < 0 ? 0 : 1;
+        auto const d = static_cast<std::size_t>(c < 0 ? c + ghosts.depth : c - n);
+        std::size_t const row = (static_cast<std::size_t>(f) * 2 + static_cast<std::size_t>(side)) *
+                                  static_cast<std::size_t>(ghosts.depth) + d;
+        return ghosts.values[row * plane + in_plane];
+      }
+    }
+    return state[static_cast<std::size_t>(f) * g.cells() + cell_of(x, y, z)];
   }
 
   /// The tile whose first cell is tile number `index` of the grid's tiles (x fastest).
@@ -180,7 +244,7 @@ struct tile_program {
     std::size_t const plane = nb.cells();
     team.for_each(nb, [&](int x, int y, int z) {
       std::size_t const c = nb.at(x, y, z);
-      if (g.edge == boundary::fixed && !inside(nb.x0 + x, nb.y0 + y, nb.z0 + z)) {
+      if (g.edge == boundary::fixed && !in_domain(nb.x0 + x, nb.y0 + y, nb.z0 + z)) {
         for (int f = 0; f < fields; ++f) { next[f * plane + c] = g.ghost; }
         return;
       }
@@ -203,8 +267,13 @@ struct tile_program {
       std::int64_t const gy = b.y0 + y;
       std::int64_t const gz = b.z0 + z;
       std::size_t const c = b.at(x, y, z);
-      if (g.edge == boundary::fixed && !inside(gx, gy, gz)) {
+      if (g.edge == boundary::fixed && !in_domain(gx, gy, gz)) {
         for (int f = 0; f < fields; ++f) { level[f * plane + c] = adjoint ? T(0) : g.ghost; }
+        return;
+      }
+      if (split()) {
+        ghost_planes<T> const& ghosts = adjoint ? slab.adjoint : slab.state;
+        for (int f = 0; f < fields; ++f) { level[f * plane + c] = value_at(state, ghosts, f, gx, gy, gz); }
         return;
       }
       std::size_t const at = cell_of(gx, gy, gz);
@@ -284,7 +353,7 @@ struct tile_program {
         int const yx = x - tp::dx;
         int const yy = y - tp::dy;
         int const yz = z - tp::dz;
-        if (g.edge == boundary::fixed && !inside(b.x0 + yx, b.y0 + yy, b.z0 + yz)) { return; }
+        if (g.edge == boundary::fixed && !in_domain(b.x0 + yx, b.y0 + yy, b.z0 + yz)) { return; }
         T u[forward_taps::size];
         T gv[fields];
         T contributions[forward_taps::size];
@@ -330,7 +399,7 @@ struct tile_program {
       team.for_each(b, [&](int x, int y, int z) {
         std::size_t const c = b.at(x, y, z);
         T lambda[fields];
-        if (g.edge == boundary::fixed && !inside(b.x0 + x, b.y0 + y, b.z0 + z)) {
+        if (g.edge == boundary::fixed && !in_domain(b.x0 + x, b.y0 + y, b.z0 + z)) {
           for (int f = 0; f < fields; ++f) { out[f * plane + c] = T(0); }
           return;
         }

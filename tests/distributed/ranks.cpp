@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: Apache-2.0
+// The distributed tests: this program runs as every rank of an MPI run, which CTest starts with 1,
+// 2, 3 and 4 ranks (label "mpi"; tests/CMakeLists.txt). What they hold tapeflow to
+// (docs/distributed.md):
+//   - the communicator: rank-ordered gathers and sums, a ring exchange, a silent peer that ends in
+//     distributed_error within the timeout rather than a hang;
+//   - stencil segments on slabs: every rank's part of the gradient and of the final state is the
+//     same bits as the reference over the whole grid (and so as one rank's run), for 1-, 2- and
+//     3-D stencils, gather and scatter adjoints, periodic and fixed grids, slabs of unequal size,
+//     under store, recompute, offload and auto with a budget;
+//   - one schedule: ranks given different budgets plan with the least and agree; ranks that
+//     would run different schedules raise distributed_error on every rank before the first step;
+//   - failure: a rank whose step throws makes every other rank raise distributed_error naming it.
+#include "../stencil/reference.hpp"
+#include "../stencil/stencils.hpp"
+
+#include <tapeflow/chain.hpp>
+#include <tapeflow/distributed/mpi.hpp>
+#include <tapeflow/memory.hpp>
+#include <tapeflow/record.hpp>
+#include <tapeflow/stencil/cpu.hpp>
+#include <tapeflow/stencil/slab.hpp>
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tapeflow::testing {
+namespace {
+
+using namespace tapeflow::testing::stencils;
+namespace dist = tapeflow::distributed;
+using ac = allen_cahn_2d<float>;
+
+std::shared_ptr<dist::mpi_communicator> world(std::chrono::milliseconds timeout = std::chrono::seconds(60))
+{
+  return std::make_shared<dist::mpi_communicator>(MPI_COMM_WORLD, timeout);
+}
+
+// ---- the communicator -----------------------------------------------------------------------------
+
+TEST(Communicator, GathersInRankOrderAndSumsInRankOrder)
+{
+  auto const comm = world();
+  int const p = comm->size();
+  std::vector<int> const ranks = dist::gather_all(*comm, comm->rank() * 10 + 1);
+  ASSERT_EQ(int(ranks.size()), p);
+  for (int r = 0; r < p; ++r) { EXPECT_EQ(ranks[std::size_t(r)], r * 10 + 1); }
+  EXPECT_EQ(dist::min_over_ranks(*comm, std::size_t(100 + comm->rank())), 100u);
+  EXPECT_EQ(dist::max_over_ranks(*comm, 0.5 * comm->rank()), 0.5 * (p - 1));
+  // Summands whose total depends on the order: 1e16, then p - 1 ones; rank order gives 1e16 + ...
+  double const mine = comm->rank() == 0 ? 1e16 : 1.0;
+  double expected = 0;
+  for (int r = 0; r < p; ++r) { expected += r == 0 ? 1e16 : 1.0; }
+  EXPECT_EQ(dist::sum_in_rank_order(*comm, mine), expected);
+}
+
+TEST(Communicator, ExchangesAroundARing)
+{
+  auto const comm = world();
+  int const p = comm->size();
+  int const next = (comm->rank() + 1) % p;
+  int const prev = (comm->rank() + p - 1) % p;
+  std::vector<double> const mine{double(comm->rank()), -1.0 * comm->rank()};
+  std::vector<double> from_prev(2, 0.0);
+  comm->exchange({{next, 3, mine.data(), sizeof(double) * 2}}, {{prev, 3, from_prev.data(), sizeof(double) * 2}});
+  EXPECT_EQ(from_prev[0], double(prev));
+  EXPECT_EQ(from_prev[1], -1.0 * prev);
+  EXPECT_THROW(comm->exchange({{p, 0, mine.data(), 8}}, {}), logic_error) << "a rank past the last";
+  EXPECT_THROW(comm->exchange({{next, 32767, mine.data(), 8}}, {}), logic_error) << "the failure tag";
+}
+
+TEST(Communicator, ASilentPeerEndsInADistributedErrorWithinTheTimeout)
+{
+  auto const comm = world(std::chrono::milliseconds(500));
+  if (comm->size() < 2) { GTEST_SKIP() << "needs two ranks"; }
+  if (comm->rank() == 0) {
+    double never = 0;
+    auto const start = std::chrono::steady_clock::now();
+    try {
+      comm->exchange({}, {{1, 7, &never, sizeof never}});
+      ADD_FAILURE() << "a receive no one sends to completed";
+    } catch (distributed_error const& e) {
+      EXPECT_EQ(e.failed_rank(), -1);
+      EXPECT_NE(std::string(e.what()).find("no progress"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    EXPECT_TRUE(comm->broken());
+    EXPECT_THROW(static_cast<void>(dist::gather_all(*comm, 1)), distributed_error) << "a broken communicator";
+  }
+}
+
+// ---- stencil segments on slabs ---------------------------------------------------------------------
+
+/// This rank's values of `whole` (fields x cells of the whole grid): its slab's planes of each
+/// field, one field after the other, then zeros up to `padded`.
+template <class T>
+std::vector<T> slab_values(std::vector<T> const& whole, std::size_t cells, int fields, st::slab const& s,
+                           std::size_t padded)
+{
+  std::size_t const plane = cells / s.global;
+  std::vector<T> out(padded, T(0));
+  for (int f = 0; f < fields; ++f) {
+    auto const from = whole.begin() + std::ptrdiff_t(std::size_t(f) * cells + s.offset * plane);
+    std::copy(from, from + std::ptrdiff_t(s.extent * plane), out.begin() + std::ptrdiff_t(std::size_t(f) * s.extent * plane));
+  }
+  return out;
+}
+
+/// Bytes of one rank's layer: the widest slab's values, in whole records.
+template <class T>
+std::size_t rank_layer_bytes(st::grid<T> const& g, int dims, int fields, int ranks)
+{
+  std::size_t const planes = g.extent(dims - 1);
+  std::size_t const widest = (planes + std::size_t(ranks) - 1) / std::size_t(ranks);
+  std::size_t const values = g.cells() / planes * widest * std::size_t(fields);
+  return (values + values_per_chunk<T> - 1) / values_per_chunk<T> * values_per_chunk<T> * sizeof(T);
+}
+
+struct run_settings {
+  int k{1};
+  tape_policy policy{tape_policy::store};
+  std::size_t budget_bytes{0};  ///< this rank's
+};
+
+/// This rank's part of the gradient of L = 0.5 sum(u_T^2) over the whole grid, by segments of its
+/// slab under a collective chain.
+template <class S, class T = typename S::value_type>
+gradient_of<T> slab_gradient(S const& s, st::grid<T> const& g, std::size_t steps, run_settings const& r,
+                             std::vector<T> const& u0, std::shared_ptr<dist::communicator> const& comm)
+{
+  st::segment_request request;
+  request.k = r.k;
+  request.tile = test_tile(S::dims);
+  st::segment_plan const plan = st::plan_slab_segments<S>(g, steps, query_device_limits(backend::cpu), request, *comm);
+  auto step = st::make_cpu_segments(s, g, plan, comm);
+  chain_options o;
+  o.kind = backend::cpu;
+  o.policy = r.policy;
+  o.poison = true;
+  o.host_tier_on_cpu = r.policy == tape_policy::offload;
+  o.budget_bytes = r.budget_bytes;
+  o.collective = comm;
+  chain<decltype(step)> c(step, step.segments(), o);
+  st::slab const mine = st::slab::of(g.extent(S::dims - 1), comm->size(), comm->rank());
+  // Seeded with u_T on this rank's cells only: its part of the loss (the padding is zero).
+  return run_half_squares(c, backend::cpu, slab_values(u0, g.cells(), S::fields, mine, step.state_size()));
+}
+
+/// Every policy and the given segment lengths on this run's ranks, against the reference over the
+/// whole grid, bit for bit.
+template <class S, class T = typename S::value_type>
+void check_slabs(S const& s, st::grid<T> const& g, std::size_t steps, std::vector<int> const& lengths, double lo,
+                 double hi)
+{
+  auto const comm = world();
+  std::vector<T> const u0 = random_state<T>(g.cells() * S::fields, 20261124u + unsigned(g.cells()), lo, hi);
+  gradient_of<T> const whole = reference_gradient(s, g, steps, u0);
+  st::slab const mine = st::slab::of(g.extent(S::dims - 1), comm->size(), comm->rank());
+  for (int k : lengths) {
+    for (tape_policy policy : {tape_policy::store, tape_policy::recompute, tape_policy::offload, tape_policy::automatic}) {
+      SCOPED_TRACE("k = " + std::to_string(k) + ", policy " + std::string(to_string(policy)) + ", rank " +
+                   std::to_string(comm->rank()) + " of " + std::to_string(comm->size()));
+      run_settings r{k, policy, 0};
+      std::size_t const segments = (steps + std::size_t(k) - 1) / std::size_t(k);
+      if (policy == tape_policy::automatic) {
+        // A budget of two layers: auto has to recompute, and plans the same on every rank.
+        std::size_t const layer = rank_layer_bytes(g, S::dims, S::fields, comm->size());
+        r.budget_bytes = 2 * layer + layer * std::size_t(comm->rank());  // unequal: the least counts
+        if (segments < 3) { continue; }
+      }
+      gradient_of<T> const got = slab_gradient(s, g, steps, r, u0, comm);
+      std::vector<T> const want_state = slab_values(whole.final_state, g.cells(), S::fields, mine, got.final_state.size());
+      std::vector<T> const want_gradient = slab_values(whole.gradient, g.cells(), S::fields, mine, got.gradient.size());
+      EXPECT_TRUE(same_bits(got.final_state, want_state)) << "off by " << relative_difference(got.final_state, want_state);
+      EXPECT_TRUE(same_bits(got.gradient, want_gradient)) << "off by " << relative_difference(got.gradient, want_gradient);
+      EXPECT_EQ(got.stats.steps, segments);
+      if (policy == tape_policy::automatic) { EXPECT_GT(got.stats.recompute_steps, 0u) << "auto within two layers"; }
+    }
+  }
+}
+
+TEST(Slabs, AllenCahnPeriodicGivesTheBitsOfTheWholeGrid)
+{
+  allen_cahn_2d<float> const s{{0.1f, 0.2f}};
+  check_slabs(s, st::grid<float>{23, 29, 1}, 7, {1, 3}, -1.0, 1.0);
+}
+
+TEST(Slabs, AllenCahnOnAFixedGridInDouble)
+{
+  allen_cahn_2d<double> const s{{0.1, 0.2}};
+  check_slabs(s, st::grid<double>{13, 26, 1, st::boundary::fixed, 0.25}, 6, {2}, -1.0, 1.0);
+}
+
+TEST(Slabs, ScatterAdjointIn1dPeriodicAndFixed)
+{
+  burgers_1d<float> const s{0.3f, 0.1f};
+  check_slabs(s, st::grid<float>{61}, 9, {1, 3}, 0.0, 1.0);
+  check_slabs(s, st::grid<float>{45, 1, 1, st::boundary::fixed, 0.5f}, 5, {2}, 0.0, 1.0);
+}
+
+TEST(Slabs, ScatterAdjointIn2dWithSkewedTapsOnAFixedGrid)
+{
+  advection_2d<float> const s{0.2f, 0.1f};
+  check_slabs(s, st::grid<float>{19, 19, 1, st::boundary::fixed, -0.5f}, 5, {2}, -1.0, 1.0);
+}
+
+TEST(Slabs, TwoFieldsIn3d)
+{
+  gray_scott_3d<float> const s{0.1f, 0.05f, 0.04f, 0.06f};
+  check_slabs(s, st::grid<float>{6, 5, 13}, 4, {2}, 0.0, 1.0);
+}
+
+TEST(Slabs, ASegmentDeeperThanTheThinnestSlabIsRefusedOnEveryRank)
+{
+  auto const comm = world();
+  st::grid<float> const g{16, std::size_t(4 * comm->size()), 1};  // slabs of 4 planes
+  st::segment_request request;
+  request.k = 3;  // reads 5 planes past each face
+  EXPECT_THROW(static_cast<void>(st::plan_slab_segments<ac>(g, 6, query_device_limits(backend::cpu), request, *comm)),
+               logic_error);
+  request.k = 0;  // the planner keeps to what fits (on a new communicator: the refusal broke the last)
+  st::segment_plan const p = st::plan_slab_segments<ac>(g, 6, query_device_limits(backend::cpu), request, *world());
+  EXPECT_LE(st::deepest_halo(st::segment_shape{p.k, st::reach::of<ac>()}), 4);
+}
+
+// ---- one schedule -----------------------------------------------------------------------------------
+
+TEST(OneSchedule, RanksWithDifferentBudgetsPlanWithTheLeast)
+{
+  auto const comm = world();
+  ac const s{{0.1f, 0.2f}};
+  st::grid<float> const g{16, 24, 1};
+  std::vector<float> const u0 = random_state<float>(g.cells(), 5u, -1.0, 1.0);
+  std::size_t const layer = rank_layer_bytes(g, 2, 1, comm->size());
+  std::size_t const least = 3 * layer;
+  run_settings r{1, tape_policy::automatic, least + std::size_t(comm->rank()) * 5 * layer};
+  gradient_of<float> const got = slab_gradient(s, g, 12, r, u0, comm);
+  EXPECT_EQ(got.stats.budget_bytes, least) << "every rank plans with the least budget";
+  EXPECT_GT(got.stats.recompute_steps, 0u) << "the least budget makes auto recompute";
+  std::vector<std::size_t> const recomputed = dist::gather_all(*comm, got.stats.recompute_steps);
+  for (std::size_t n : recomputed) { EXPECT_EQ(n, recomputed[0]) << "every rank ran the same schedule"; }
+  gradient_of<float> const whole = reference_gradient(s, g, 12, u0);
+  st::slab const mine = st::slab::of(g.ny, comm->size(), comm->rank());
+  EXPECT_TRUE(same_bits(got.gradient, slab_values(whole.gradient, g.cells(), 1, mine, got.gradient.size())));
+}
+
+TEST(OneSchedule, RanksThatWouldRunDifferentSchedulesAllRaiseBeforeTheFirstStep)
+{
+  auto const comm = world();
+  if (comm->size() < 2) { GTEST_SKIP() << "needs two ranks"; }
+  ac const s{{0.1f, 0.2f}};
+  st::grid<float> const g{16, 24, 1};
+  st::segment_plan const plan =
+    st::plan_slab_segments<ac>(g, 8, query_device_limits(backend::cpu), st::segment_request{1, {8, 8, 1}, 0, 0}, *comm);
+  auto step = st::make_cpu_segments(s, g, plan, comm);
+  chain_options o;
+  o.collective = comm;
+  o.policy = comm->rank() == 0 ? tape_policy::store : tape_policy::recompute;  // a program bug
+  try {
+    chain<decltype(step)> c(step, step.segments(), o);
+    ADD_FAILURE() << "a chain was made on rank " << comm->rank();
+  } catch (distributed_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("the chain's schedule"), std::string::npos) << e.what();
+  }
+}
+
+// ---- failure ------------------------------------------------------------------------------------------
+
+/// Segments whose forward throws on one rank at one segment, as a bad input or a failed
+/// allocation would.
+template <class Base>
+struct failing_step : Base {
+  failing_step(Base base, int this_rank, int fails_on, std::size_t segment)
+    : Base(std::move(base)), rank(this_rank), failing_rank(fails_on), failing_segment(segment)
+  {
+  }
+  int rank;
+  int failing_rank;
+  std::size_t failing_segment;
+
+  void forward(std::size_t j, typename Base::value_type const* in, typename Base::value_type* out, stream_view st) const
+  {
+    fail_at(j);
+    Base::forward(j, in, out, st);
+  }
+  void augmented_forward(std::size_t j, typename Base::value_type const* in, typename Base::value_type* out,
+                         tape_writer<typename Base::record_type> tape, stream_view st) const
+  {
+    fail_at(j);
+    Base::augmented_forward(j, in, out, tape, st);
+  }
+  void fail_at(std::size_t j) const
+  {
+    if (rank == failing_rank && j == failing_segment) { throw logic_error("segment " + std::to_string(j) + " failed"); }
+  }
+};
+
+TEST(Failure, ARankWhoseStepThrowsMakesEveryRankRaise)
+{
+  auto const comm = world(std::chrono::seconds(30));
+  ac const s{{0.1f, 0.2f}};
+  st::grid<float> const g{16, 24, 1};
+  st::segment_plan const plan =
+    st::plan_slab_segments<ac>(g, 6, query_device_limits(backend::cpu), st::segment_request{2, {8, 8, 1}, 0, 0}, *comm);
+  using base = st::cpu_segments<ac>;
+  failing_step<base> const step(st::make_cpu_segments(s, g, plan, comm), comm->rank(), comm->size() - 1, 1);
+  chain_options o;
+  o.collective = comm;
+  chain<failing_step<base>> c(step, step.segments(), o);
+  std::vector<float> const u0 = random_state<float>(step.state_size(), 3u, -1.0, 1.0);
+  device_buffer state(backend::cpu, u0.size() * sizeof(float), {});
+  state.upload(u0.data(), u0.size() * sizeof(float), {});
+  auto const start = std::chrono::steady_clock::now();
+  if (comm->rank() == comm->size() - 1) {
+    EXPECT_THROW(c.forward(state), logic_error);
+  } else {
+    try {
+      c.forward(state);
+      ADD_FAILURE() << "rank " << comm->rank() << " finished a forward whose rank " << comm->size() - 1 << " failed";
+    } catch (distributed_error const& e) {
+      EXPECT_EQ(e.failed_rank(), comm->size() - 1) << e.what();
+      EXPECT_NE(std::string(e.what()).find("segment 1 failed"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << "failing took as long as a timeout";
+}
+
+}  // namespace
+}  // namespace tapeflow::testing
+
+int main(int argc, char** argv)
+{
+  MPI_Init(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  int const failed = RUN_ALL_TESTS();
+  MPI_Finalize();
+  return failed;
+}

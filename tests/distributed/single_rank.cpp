@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+// The distributed layer in one process (no MPI needed; part of tapeflow_tests): the one-rank
+// communicator, how a grid is cut into slabs, a one-rank slab whose ghost planes come from
+// itself (a periodic grid's wrap, by exchange), and the schedule fingerprint the ranks compare.
+// The runs over several ranks are tests/distributed/ranks.cpp, under mpiexec.
+#include "../stencil/reference.hpp"
+#include "../stencil/stencils.hpp"
+
+#include <tapeflow/chain.hpp>
+#include <tapeflow/detail/collective_plan.hpp>
+#include <tapeflow/distributed/communicator.hpp>
+#include <tapeflow/memory.hpp>
+#include <tapeflow/stencil/cpu.hpp>
+#include <tapeflow/stencil/slab.hpp>
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+namespace tapeflow::testing {
+namespace {
+
+using namespace tapeflow::testing::stencils;
+namespace dist = tapeflow::distributed;
+
+TEST(SingleRank, GathersAndExchangesWithItself)
+{
+  dist::single_rank one;
+  EXPECT_EQ(dist::gather_all(one, 42), std::vector<int>{42});
+  EXPECT_EQ(dist::sum_in_rank_order(one, 2.5), 2.5);
+  std::vector<double> costs{1.0, 3.0};
+  dist::max_over_ranks(one, costs);
+  EXPECT_EQ(costs, (std::vector<double>{1.0, 3.0}));
+  EXPECT_NO_THROW(dist::require_same(one, 7u, "a number"));
+
+  int const a = 1;
+  int const b = 2;
+  int to_a = 0;
+  int to_b = 0;
+  // Matched by tag, not by the order they are listed in.
+  one.exchange({{0, 5, &b, sizeof b}, {0, 4, &a, sizeof a}}, {{0, 4, &to_a, sizeof to_a}, {0, 5, &to_b, sizeof to_b}});
+  EXPECT_EQ(to_a, 1);
+  EXPECT_EQ(to_b, 2);
+  EXPECT_THROW(one.exchange({}, {{0, 4, &to_a, sizeof to_a}}), logic_error) << "a receive nothing sends to";
+  EXPECT_THROW(one.exchange({{0, 4, &a, sizeof a}}, {}), logic_error) << "a send nothing receives";
+  EXPECT_THROW(one.exchange({{1, 4, &a, sizeof a}}, {{1, 4, &to_a, sizeof to_a}}), logic_error) << "rank 1 of 1";
+  EXPECT_THROW(one.exchange({{0, 32767, &a, sizeof a}}, {{0, 32767, &to_a, sizeof to_a}}), logic_error) << "tag";
+}
+
+TEST(SingleRank, CollectivelyAnnouncesWhatThrowsAndRethrowsIt)
+{
+  struct listening : dist::communicator {
+    std::string heard;
+    int rank() const noexcept override { return 0; }
+    int size() const noexcept override { return 1; }
+    void allgather(void const*, void*, std::size_t) override {}
+    void exchange(std::vector<dist::outgoing> const&, std::vector<dist::incoming> const&) override {}
+    void announce_failure(std::string const& what) noexcept override { heard = what; }
+  } comm;
+  EXPECT_EQ(dist::collectively(comm, [] { return 3; }), 3);
+  EXPECT_TRUE(comm.heard.empty());
+  EXPECT_THROW(dist::collectively(comm, []() -> int { throw logic_error("bad input"); }), logic_error);
+  EXPECT_EQ(comm.heard, "bad input");
+  comm.heard.clear();
+  EXPECT_THROW(dist::collectively(comm, []() -> int { throw distributed_error("known", 2); }), distributed_error);
+  EXPECT_TRUE(comm.heard.empty()) << "a distributed error is known to every rank already";
+}
+
+TEST(Slab, CutsPlanesEvenlyWithTheRemainderFirst)
+{
+  std::size_t next = 0;
+  for (int r = 0; r < 3; ++r) {
+    stencil::slab const s = stencil::slab::of(29, 3, r);
+    EXPECT_EQ(s.offset, next);
+    EXPECT_EQ(s.extent, r < 2 ? 10u : 9u);
+    EXPECT_EQ(s.thinnest(), 9u);
+    next += s.extent;
+  }
+  EXPECT_EQ(next, 29u);
+  EXPECT_THROW(static_cast<void>(stencil::slab::of(3, 4, 0)), logic_error) << "a rank with no plane";
+  EXPECT_THROW(static_cast<void>(stencil::slab::of(8, 2, 2)), logic_error) << "no such rank";
+}
+
+/// One rank's slab (the whole grid, its ghost planes exchanged with itself) against the uncut grid.
+template <class S, class T = typename S::value_type>
+void check_one_rank_slab(S const& s, st::grid<T> const& g, std::size_t steps, int k)
+{
+  auto const one = std::make_shared<dist::single_rank>();
+  st::segment_request request;
+  request.k = k;
+  request.tile = test_tile(S::dims);
+  device_limits const cpu = query_device_limits(backend::cpu);
+  st::segment_plan const plan = st::plan_slab_segments<S>(g, steps, cpu, request, *one);
+  std::vector<T> const u0 = random_state<T>(g.cells() * S::fields, 11u, -1.0, 1.0);
+  gradient_of<T> const whole = reference_gradient(s, g, steps, u0);
+  auto step = st::make_cpu_segments(s, g, plan, one);
+  ASSERT_EQ(step.state_size(), u0.size());
+  chain_options o;
+  o.policy = tape_policy::recompute;
+  o.poison = true;
+  o.collective = one;
+  chain<decltype(step)> c(step, step.segments(), o);
+  std::vector<T> const gradient = run_half_squares(c, backend::cpu, u0).gradient;
+  EXPECT_TRUE(same_bits(gradient, whole.gradient)) << "off by " << relative_difference(gradient, whole.gradient);
+}
+
+TEST(Slab, OneRankReadsItsOwnFacesAsGhostsAcrossAPeriodicEdge)
+{
+  check_one_rank_slab(allen_cahn_2d<float>{{0.1f, 0.2f}}, st::grid<float>{17, 23, 1}, 7, 3);
+  check_one_rank_slab(burgers_1d<float>{0.3f, 0.1f}, st::grid<float>{37}, 9, 4);
+  check_one_rank_slab(gray_scott_3d<float>{0.1f, 0.05f, 0.04f, 0.06f}, st::grid<float>{5, 6, 9}, 4, 2);
+  check_one_rank_slab(advection_2d<float>{0.2f, 0.1f}, st::grid<float>{19, 12, 1, st::boundary::fixed, -0.5f}, 5, 2);
+}
+
+TEST(Slab, AGhostExchangeRefusesASlabThinnerThanItsDepth)
+{
+  auto const one = std::make_shared<dist::single_rank>();
+  st::grid<float> const g{8, 4, 1};
+  EXPECT_THROW(st::ghost_exchange<float>(one, st::slab::of(4, 1, 0), g, 2, 1, 5), logic_error);
+  st::ghost_exchange<float> ok(one, st::slab::of(4, 1, 0), g, 2, 1, 4);
+  std::vector<float> state(32, 1.0f);
+  EXPECT_THROW(static_cast<void>(ok.fill(state.data(), 5)), logic_error) << "deeper than it was made for";
+}
+
+TEST(OneSchedule, TheFingerprintTellsSchedulesApart)
+{
+  // 8 steps, each a layer of 8 records of 64 bytes, over a state of 512 bytes.
+  chain_options o;
+  o.policy = tape_policy::store;
+  chain_stats const store = plan_chain(64, 8, 8, 512, o);
+  o.policy = tape_policy::recompute;
+  o.budget_bytes = 3 * 512;
+  chain_stats const recompute = plan_chain(64, 8, 8, 512, o);
+  chain_stats const again = plan_chain(64, 8, 8, 512, o);
+  EXPECT_EQ(detail::schedule_fingerprint(recompute, 8), detail::schedule_fingerprint(again, 8));
+  EXPECT_NE(detail::schedule_fingerprint(store, 8), detail::schedule_fingerprint(recompute, 8));
+}
+
+}  // namespace
+}  // namespace tapeflow::testing

@@ -60,6 +60,18 @@ struct tape_report {
   return r;
 }
 
+/// A chain session's report: its chain's stats and tape bytes where it has run one (`chain`, a
+/// std::optional of the chain), and the peak device and pinned bytes on `kind` so far.
+template <class Chain>
+[[nodiscard]] tape_report chain_session_report(std::optional<Chain> const& chain, backend kind)
+{
+  tape_report r;
+  if (chain) { r = chain_report(chain->stats()); }
+  r.peak_device_bytes = device_memory_usage(kind).peak_bytes;
+  r.peak_host_bytes = host_memory_usage(kind).peak_bytes;
+  return r;
+}
+
 /// One problem on one backend with its buffers, loaded and run stream-ordered. A run is load(),
 /// then primal() or forward(); loss() after either; reverse() and gradients() after forward().
 /// Every call may throw what the workload's typed entry points throw; a session that threw can be

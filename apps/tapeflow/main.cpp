@@ -152,34 +152,28 @@ int dispatch(std::vector<std::string> const& args)
 int main(int argc, char** argv)
 {
   using namespace tapeflow;
+  // What the command printed first, then "tapeflow: <what>" on stderr; the exit status.
+  auto const fail = [](char const* prefix, std::exception const& e, char const* suffix, int status) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "tapeflow: %s%s\n%s", prefix, e.what(), suffix);
+    return status;
+  };
   std::vector<std::string> const args(argv + 1, argv + argc);
   try {
     int const status = cli::dispatch(args);
     std::fflush(stdout);
     return status;
   } catch (cli::usage_error const& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "tapeflow: %s\n(see 'tapeflow --help')\n", e.what());
-    return 2;
+    return fail("", e, "(see 'tapeflow --help')\n", 2);
   } catch (logic_error const& e) {  // bad input reached the library
-    std::fflush(stdout);
-    std::fprintf(stderr, "tapeflow: %s\n", e.what());
-    return 2;
+    return fail("", e, "", 2);
   } catch (io_error const& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "tapeflow: %s\n", e.what());
-    return 2;
+    return fail("", e, "", 2);
   } catch (unavailable_error const& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "tapeflow: not available: %s\n", e.what());
-    return 2;
+    return fail("not available: ", e, "", 2);
   } catch (budget_error const& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "tapeflow: %s\n", e.what());
-    return 2;
+    return fail("", e, "", 2);
   } catch (std::exception const& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "tapeflow: failed: %s\n", e.what());
-    return 1;
+    return fail("failed: ", e, "", 1);
   }
 }

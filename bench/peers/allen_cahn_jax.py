@@ -7,8 +7,7 @@ around each step: recomputed in the backward pass).
 from __future__ import annotations
 
 import common
-
-DT, EPS2 = 0.05, 1.0
+from allen_cahn_problem import DT, EPS2, size_string, timed_size
 
 
 def make(steps: int, remat: bool):
@@ -42,13 +41,8 @@ def check_gradient() -> None:
     u0 = jnp.asarray(rng.uniform(-0.9, 0.9, (5, 5)), dtype=jnp.float64)
     _, grad, loss = make(4, remat=False)
     g = np.asarray(grad(u0)).ravel()
-    h = 1e-6
-    fd = []
-    for k in range(u0.size):
-        e = np.zeros(u0.size)
-        e[k] = h
-        e = jnp.asarray(e.reshape(u0.shape))
-        fd.append(float((loss(u0 + e) - loss(u0 - e)) / (2 * h)))
+    flat = np.asarray(u0).ravel().copy()
+    fd = common.central_differences(lambda: loss(jnp.asarray(flat.reshape(u0.shape))), flat)
     err = common.relative_error(g.tolist(), fd)
     jax.config.update("jax_enable_x64", False)
     if not err < 1e-7:
@@ -61,8 +55,8 @@ def main() -> None:
     import numpy as np
 
     check_gradient()
-    n, steps = (512, 20) if args.quick else (8192, 100)
-    size = f"{n}x{n} T{steps} f32"
+    n, steps = timed_size(args.quick)
+    size = size_string(n, steps)
     u0 = jax.device_put(np.random.default_rng(1).uniform(-0.9, 0.9, (n, n)).astype(np.float32))
     rows = []
     primal_ms = None

@@ -9,8 +9,7 @@ Variants: pytorch-eager, torch.compile (the step compiled), torch-checkpoint
 from __future__ import annotations
 
 import common
-
-DT, EPS2 = 0.05, 1.0
+from allen_cahn_problem import DT, EPS2, size_string, timed_size
 
 
 def step(u):
@@ -34,15 +33,10 @@ def check_gradient() -> None:
     g = torch.Generator().manual_seed(7)
     u0 = (torch.rand(5, 5, generator=g, dtype=torch.float64) * 1.8 - 0.9).requires_grad_()
     (grad,) = torch.autograd.grad(loss(u0, 4), u0)
-    h = 1e-6
-    fd = torch.empty_like(grad)
+    flat = u0.detach().flatten().clone()
     with torch.no_grad():
-        for k in range(u0.numel()):
-            e = torch.zeros(u0.numel(), dtype=torch.float64)
-            e[k] = h
-            e = e.view_as(u0)
-            fd.view(-1)[k] = (loss(u0 + e, 4) - loss(u0 - e, 4)) / (2 * h)
-    err = common.relative_error(grad.flatten().tolist(), fd.flatten().tolist())
+        fd = common.central_differences(lambda: loss(flat.view_as(u0), 4), flat)
+    err = common.relative_error(grad.flatten().tolist(), fd)
     if not err < 1e-7:
         common.fail(f"allen_cahn_torch: autograd gradient differs from finite differences ({err:.2e})")
 
@@ -53,8 +47,8 @@ def main() -> None:
     import torch.utils.checkpoint as cp
 
     check_gradient()
-    n, steps = (512, 20) if args.quick else (8192, 100)
-    size = f"{n}x{n} T{steps} f32"
+    n, steps = timed_size(args.quick)
+    size = size_string(n, steps)
     g = torch.Generator(device="cuda").manual_seed(1)
     u0 = torch.rand(n, n, device="cuda", generator=g, dtype=torch.float32) * 1.8 - 0.9
 

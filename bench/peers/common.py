@@ -106,6 +106,22 @@ def relative_error(a, b) -> float:
     return (num / den) ** 0.5 if den > 0 else float(num > 0)
 
 
+def central_differences(loss: Callable[[], float], flat, h: float = 1e-6) -> list[float]:
+    """(L(x + h e_k) - L(x - h e_k)) / 2h for every element k of `flat`: a flat, writable view of
+    the inputs that `loss` reads (a NumPy array, or a tensor under torch.no_grad()). Each element
+    is moved by +h and -h in place, L read as a float, and the element put back."""
+    fd = []
+    for k in range(len(flat)):
+        saved = float(flat[k])
+        flat[k] = saved + h
+        up = float(loss())
+        flat[k] = saved - h
+        down = float(loss())
+        flat[k] = saved
+        fd.append((up - down) / (2 * h))
+    return fd
+
+
 def fail(message: str) -> None:
     print(message, file=sys.stderr)
     sys.exit(1)

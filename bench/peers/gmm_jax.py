@@ -13,19 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-
-FULL = [(2, 5, 1000), (10, 25, 10000), (20, 50, 10000), (64, 100, 10000), (128, 200, 10000)]
-QUICK = [(2, 5, 1000), (10, 25, 1000)]
-GAMMA = 1.0
-M = 0
-
-
-def size_name(d: int, k: int, n: int) -> str:
-    return f"d{d} K{k} N{n}"
-
-
-def log_gamma_distrib(a: float, p: int) -> float:
-    return 0.25 * p * (p - 1) * math.log(math.pi) + sum(math.lgamma(a + 0.5 * (1 - j)) for j in range(1, p + 1))
+from gmm_problem import FULL, GAMMA, QUICK, M, log_gamma_distrib, size_name  # noqa: E402
 
 
 def make_objective(d: int, k: int, n: int, gamma: float = GAMMA, m: int = M):
@@ -76,17 +64,8 @@ def check_gradient() -> None:
     analytic = [float(v) for g in grads for v in np.asarray(g).ravel()]
     params = [np.array(p, dtype=np.float64) for p in (alphas, means, icf)]
     fd = []
-    h = 1e-6
     for which in range(3):
-        flat = params[which].reshape(-1)
-        for j in range(flat.size):
-            saved = flat[j]
-            flat[j] = saved + h
-            up = float(f(*params, x))
-            flat[j] = saved - h
-            down = float(f(*params, x))
-            flat[j] = saved
-            fd.append((up - down) / (2 * h))
+        fd += common.central_differences(lambda: f(*params, x), params[which].reshape(-1))
     err = common.relative_error(analytic, fd)
     if not err < 1e-6:
         common.fail(f"gmm_jax: jax.grad differs from central differences: relative error {err:.3e}")

@@ -16,19 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-
-FULL = [(2, 5, 1000), (10, 25, 10000), (20, 50, 10000), (64, 100, 10000), (128, 200, 10000)]
-QUICK = [(2, 5, 1000), (10, 25, 1000)]
-GAMMA = 1.0
-M = 0
-
-
-def size_name(d: int, k: int, n: int) -> str:
-    return f"d{d} K{k} N{n}"
-
-
-def log_gamma_distrib(a: float, p: int) -> float:
-    return 0.25 * p * (p - 1) * math.log(math.pi) + sum(math.lgamma(a + 0.5 * (1 - j)) for j in range(1, p + 1))
+from gmm_problem import FULL, GAMMA, QUICK, M, log_gamma_distrib, size_name  # noqa: E402
 
 
 def ltri_index(d: int, device):
@@ -84,18 +72,9 @@ def check_gradient(device) -> None:
     grads = torch.autograd.grad(objective(*params, x, lidx), params)
     analytic = [float(v) for g in grads for v in g.flatten().tolist()]
     fd = []
-    h = 1e-6
     with torch.no_grad():
         for p in (alphas, means, icf):
-            flat = p.view(-1)
-            for j in range(flat.numel()):
-                saved = float(flat[j])
-                flat[j] = saved + h
-                up = float(objective(alphas, means, icf, x, lidx))
-                flat[j] = saved - h
-                down = float(objective(alphas, means, icf, x, lidx))
-                flat[j] = saved
-                fd.append((up - down) / (2 * h))
+            fd += common.central_differences(lambda: objective(alphas, means, icf, x, lidx), p.view(-1))
     err = common.relative_error(analytic, fd)
     if not err < 1e-6:
         common.fail(f"gmm_torch: autograd gradient differs from central differences: relative error {err:.3e}")

@@ -19,20 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-
-CX = [0, 1, 0, -1, 0, 1, -1, -1, 1]
-CY = [0, 0, 1, 0, -1, 1, 1, -1, -1]
-W = [4 / 9] + [1 / 9] * 4 + [1 / 36] * 4
-TAU = 0.8
-
-
-def size_string(nx: int, ny: int, steps: int, dtype: str = "f32") -> str:
-    return f"{nx}x{ny} T{steps} {dtype}"
-
-
-def equilibrium(rho, ux, uy, cx, cy, w):
-    cu = cx * ux + cy * uy
-    return w * rho * (1 + 3 * cu + 4.5 * cu * cu - 1.5 * (ux * ux + uy * uy))
+from lbm_lattice import CX, CY, TAU, W, equilibrium, size_string  # noqa: E402
 
 
 def initial_state(np, nx: int, ny: int, dtype, seed: int):
@@ -79,21 +66,13 @@ def make_functions(jax, jnp, steps: int, remat: bool = False):
 
 def check_gradient(jax, jnp, np) -> None:
     """dL/df0 at 6x5 T3 in float64 against central differences."""
-    nx, ny, steps, h = 6, 5, 3, 1e-6
+    nx, ny, steps = 6, 5, 3
     f0 = initial_state(np, nx, ny, np.float64, seed=7)
     _, loss = make_functions(jax, jnp, steps)
     g = np.asarray(jax.jit(jax.grad(loss))(jnp.asarray(f0))).ravel()
     loss_jit = jax.jit(loss)
     flat = f0.ravel().copy()
-    fd = []
-    for k in range(flat.size):
-        saved = flat[k]
-        flat[k] = saved + h
-        up = float(loss_jit(jnp.asarray(flat.reshape(f0.shape))))
-        flat[k] = saved - h
-        down = float(loss_jit(jnp.asarray(flat.reshape(f0.shape))))
-        flat[k] = saved
-        fd.append((up - down) / (2 * h))
+    fd = common.central_differences(lambda: loss_jit(jnp.asarray(flat.reshape(f0.shape))), flat)
     err = common.relative_error(g.tolist(), fd)
     print(f"gradient check (6x5 T3 f64, jax.grad vs central differences): relative error {err:.2e}")
     if not err < 1e-7:

@@ -19,15 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-
-CX = [0, 1, 0, -1, 0, 1, -1, -1, 1]
-CY = [0, 0, 1, 0, -1, 1, 1, -1, -1]
-W = [4 / 9] + [1 / 9] * 4 + [1 / 36] * 4
-TAU = 0.8
-
-
-def size_string(nx: int, ny: int, steps: int, dtype: str = "f32") -> str:
-    return f"{nx}x{ny} T{steps} {dtype}"
+from lbm_lattice import CX, CY, TAU, W, equilibrium, size_string  # noqa: E402
 
 
 def lattice(torch, dtype, device):
@@ -35,11 +27,6 @@ def lattice(torch, dtype, device):
     return (torch.tensor(CX, dtype=dtype, device=device).reshape(shape),
             torch.tensor(CY, dtype=dtype, device=device).reshape(shape),
             torch.tensor(W, dtype=dtype, device=device).reshape(shape))
-
-
-def equilibrium(rho, ux, uy, cx, cy, w):
-    cu = cx * ux + cy * uy
-    return w * rho * (1 + 3 * cu + 4.5 * cu * cu - 1.5 * (ux * ux + uy * uy))
 
 
 def initial_state(torch, nx: int, ny: int, dtype, device, seed: int):
@@ -88,21 +75,13 @@ def gradient(torch, step, f0, steps: int):
 
 def check_gradient(torch, device) -> None:
     """dL/df0 at 6x5 T3 in float64 against central differences, for eager and compiled steps."""
-    nx, ny, steps, h = 6, 5, 3, 1e-6
+    nx, ny, steps = 6, 5, 3
     f0 = initial_state(torch, nx, ny, torch.float64, device, seed=7)
     eager = make_step(torch, torch.float64, device)
     g = gradient(torch, eager, f0, steps).flatten().tolist()
     flat = f0.flatten().clone()
-    fd = []
     with torch.no_grad():
-        for k in range(flat.numel()):
-            saved = flat[k].item()
-            flat[k] = saved + h
-            up = loss(eager, flat.reshape(f0.shape), steps).item()
-            flat[k] = saved - h
-            down = loss(eager, flat.reshape(f0.shape), steps).item()
-            flat[k] = saved
-            fd.append((up - down) / (2 * h))
+        fd = common.central_differences(lambda: loss(eager, flat.reshape(f0.shape), steps), flat)
     err = common.relative_error(g, fd)
     print(f"gradient check (6x5 T3 f64, eager vs central differences): relative error {err:.2e}")
     if not err < 1e-7:

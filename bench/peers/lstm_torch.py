@@ -126,19 +126,9 @@ def check_gradients(torch, device) -> None:
         w, u, b, x = make_problem(torch, CHECK_SIZE, torch.float64, device, seed=7)
         params = [w, u, b]
         grads = torch.autograd.grad(handwritten_loss(cell, w, u, b, x, lengths), params)
-        h = 1e-6
         with torch.no_grad():
             for p, gp in zip(params, grads):
-                flat = p.view(-1)
-                fd = []
-                for k in range(flat.numel()):
-                    saved = flat[k].item()
-                    flat[k] = saved + h
-                    up = handwritten_loss(cell, w, u, b, x, lengths).item()
-                    flat[k] = saved - h
-                    down = handwritten_loss(cell, w, u, b, x, lengths).item()
-                    flat[k] = saved
-                    fd.append((up - down) / (2 * h))
+                fd = common.central_differences(lambda: handwritten_loss(cell, w, u, b, x, lengths), p.view(-1))
                 err = common.relative_error(gp.reshape(-1).tolist(), fd)
                 if not err < 1e-7:
                     common.fail(f"lstm_torch: float64 hand-written gradient ({what}) vs finite differences: "

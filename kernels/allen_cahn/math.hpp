@@ -19,6 +19,7 @@
 #include <tapeflow/config.hpp>
 #include <tapeflow/dual.hpp>
 #include <tapeflow/record.hpp>
+#include <tapeflow/workloads/common/value_cells.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -39,29 +40,14 @@ enum class tape_content { values, partials };
   return c == tape_content::values ? "values" : "partials";
 }
 
-/// One region of the tape: the primal values of `cells_per_record` consecutive cells (row-major)
-/// at one step — the only value each cell's reverse needs.
-template <class T>
-using record = value_record<T, values_per_chunk<T>>;
-
-template <class T>
-inline constexpr std::size_t cells_per_record = values_per_chunk<T>;
-
-/// Records one step writes for `cells` cells (the last one padded).
-template <class T>
-TAPEFLOW_HOST_DEVICE constexpr std::size_t records_for(std::size_t cells) noexcept
-{
-  return (cells + cells_per_record<T> - 1) / cells_per_record<T>;
-}
-
-TAPEFLOW_HOST_DEVICE constexpr std::size_t wrap_prev(std::size_t i, std::size_t n) noexcept
-{
-  return i == 0 ? n - 1 : i - 1;
-}
-TAPEFLOW_HOST_DEVICE constexpr std::size_t wrap_next(std::size_t i, std::size_t n) noexcept
-{
-  return i + 1 == n ? 0 : i + 1;
-}
+// One region of the tape (record<T>): the primal values of `cells_per_record` consecutive cells
+// (row-major) at one step — the only value each cell's reverse needs; records_for, and the
+// periodic neighbours wrap_prev and wrap_next (tapeflow/workloads/common/value_cells.hpp).
+using value_cells::cells_per_record;
+using value_cells::record;
+using value_cells::records_for;
+using value_cells::wrap_next;
+using value_cells::wrap_prev;
 
 /// Row i and column j of flat index `cell` in an n x n grid. In 32 bits wherever the grid allows:
 /// a GPU divides by a run-time n several times faster in 32 bits than in 64.

@@ -18,6 +18,7 @@
 
 #include <tapeflow/config.hpp>
 #include <tapeflow/record.hpp>
+#include <tapeflow/workloads/common/value_cells.hpp>
 
 #include <cstddef>
 
@@ -29,26 +30,19 @@ struct coefficients {
   T b;  ///< diffusion number nu dt / dx^2
 };
 
-/// One region of the tape: the values of `cells_per_record<T>` consecutive cells at one step.
-template <class T>
-using record = value_record<T, values_per_chunk<T>>;
-
-template <class T>
-inline constexpr std::size_t cells_per_record = values_per_chunk<T>;
-
-/// Records one step writes for `cells` cells (the last one padded with zeros).
-template <class T>
-TAPEFLOW_HOST_DEVICE constexpr std::size_t records_for(std::size_t cells) noexcept
-{
-  return (cells + cells_per_record<T> - 1) / cells_per_record<T>;
-}
+// One region of the tape (record<T>): the values of `cells_per_record<T>` consecutive cells at one
+// step; records_for, and the periodic neighbours wrap_prev and wrap_next
+// (tapeflow/workloads/common/value_cells.hpp).
+using value_cells::cells_per_record;
+using value_cells::record;
+using value_cells::records_for;
+using value_cells::wrap_next;
+using value_cells::wrap_prev;
 
 /// The records a reverse reads on each side of a tile: a cell's neighbours are at most one cell
 /// away, so at most one record away.
 inline constexpr std::size_t halo_records = 1;
 
-TAPEFLOW_HOST_DEVICE constexpr std::size_t wrap_prev(std::size_t j, std::size_t n) noexcept { return j == 0 ? n - 1 : j - 1; }
-TAPEFLOW_HOST_DEVICE constexpr std::size_t wrap_next(std::size_t j, std::size_t n) noexcept { return j + 1 == n ? 0 : j + 1; }
 
 /// u'_j from u_{j-1}, u_j, u_{j+1}.
 template <class T>

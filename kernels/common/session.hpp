@@ -17,6 +17,7 @@
 #include <tapeflow/timing.hpp>
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,6 +57,18 @@ struct tape_report {
   tape_report r;
   r.tape_bytes = stats.tape_bytes;
   r.chain = std::move(stats);
+  return r;
+}
+
+/// A chain session's report: its chain's stats and tape bytes where it has run one (`chain`, a
+/// std::optional of the chain), and the peak device and pinned bytes on `kind` so far.
+template <class Chain>
+[[nodiscard]] tape_report chain_session_report(std::optional<Chain> const& chain, backend kind)
+{
+  tape_report r;
+  if (chain) { r = chain_report(chain->stats()); }
+  r.peak_device_bytes = device_memory_usage(kind).peak_bytes;
+  r.peak_host_bytes = host_memory_usage(kind).peak_bytes;
   return r;
 }
 
@@ -119,6 +132,38 @@ template <class T>
   r.gradients = s.gradients(stream);
   r.report = s.report();
   return r;
+}
+
+/// Where a workload's `open<T>(problem, options)` is found: in the workload's namespace, by
+/// argument-dependent lookup from the entry points below and in state_gradient.hpp. (C++17 reads
+/// `open<T>(...)` as a call of a template only where some template of that name is declared: this
+/// one, which nothing calls.)
+template <class T>
+void open() = delete;
+
+/// The common part of a chain workload's typed gradient entry point: opens a session of `p` on
+/// `o.kind`, the peak device bytes counted from here, and runs one gradient of `inputs` on it.
+/// Throws what the workload's open() and the session throw.
+template <class T, class Problem, class Options>
+[[nodiscard]] outcome<T> gradient_on_new_session(Problem const& p, std::vector<host_array<T>> const& inputs,
+                                                 Options const& o)
+{
+  reset_device_memory_peak(o.kind);
+  std::unique_ptr<session<T>> const run = open<T>(p, o);
+  return gradient_of(*run, inputs, o.stream);
+}
+
+/// A chain workload's typed result `Result` (state_gradient, or its own with the same members)
+/// from `r`: L and what the chain did (its stats moved out of `r`); the caller moves the gradients in.
+template <class Result, class T>
+[[nodiscard]] Result chain_result(outcome<T>& r)
+{
+  Result g;
+  g.loss = r.loss;
+  g.chain = std::move(*r.report.chain);
+  g.peak_device_bytes = r.report.peak_device_bytes;
+  g.staging = r.report.staging;
+  return g;
 }
 
 /// Medians of event-timed runs after a warm-up, the inputs loaded before each run (not timed).

@@ -106,13 +106,7 @@ class state_chain_session final : public session<T> {
 
   tape_report report() const override
   {
-    tape_report r;
-    if (chain_) {
-      r.chain = chain_->stats();
-      r.tape_bytes = chain_->stats().tape_bytes;
-    }
-    r.peak_device_bytes = device_memory_usage(this->kind()).peak_bytes;
-    r.peak_host_bytes = host_memory_usage(this->kind()).peak_bytes;
+    tape_report r = chain_session_report(chain_, this->kind());
     if (staging_) { r.staging = *staging_; }
     if constexpr (has_segment_plan<Step>::value) { report_segments(r, step_.plan()); }
     return r;

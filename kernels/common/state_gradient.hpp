@@ -37,12 +37,6 @@ template <class T>
   return static_cast<T>(0.5 * sum);
 }
 
-/// Where a workload's `open<T>(problem, options)` is found: in the workload's namespace, by
-/// argument-dependent lookup from the entry points below. (C++17 reads `open<T>(...)` as a call of
-/// a template only where some template of that name is declared: this one, which nothing calls.)
-template <class T>
-void open() = delete;
-
 // The entry points of the chain workloads whose input is their initial state x_0 and whose loss is
 // L = 0.5 * sum(x_T^2) (Allen–Cahn, LBM, Burgers), over the workload's validate(problem, values)
 // and open<T>(problem, options); each names them in its namespace (`using workloads::gradient;`).
@@ -55,15 +49,9 @@ template <class T, class Problem, class Options>
 {
   TAPEFLOW_NVTX_RANGE("tapeflow::workloads::gradient");
   validate(p, x0.size());
-  reset_device_memory_peak(o.kind);
-  std::unique_ptr<session<T>> const run = open<T>(p, o);
-  outcome<T> r = gradient_of(*run, {x0}, o.stream);
-  state_gradient<T> g;
-  g.loss = r.loss;
+  outcome<T> r = gradient_on_new_session<T>(p, {x0}, o);
+  auto g = chain_result<state_gradient<T>>(r);
   g.gradient = std::move(r.gradients.front());
-  g.chain = std::move(*r.report.chain);
-  g.peak_device_bytes = r.report.peak_device_bytes;
-  g.staging = r.report.staging;
   return g;
 }
 

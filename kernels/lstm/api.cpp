@@ -130,16 +130,10 @@ gradient_result<T> gradient(problem const& p, weights<T> const& params, sequence
 {
   TAPEFLOW_NVTX_RANGE("tapeflow::lstm::gradient");
   validate(p, params, seq);
-  reset_device_memory_peak(o.kind);
-  std::unique_ptr<session<T>> const run = open<T>(p, o);
   std::vector<std::vector<T>> const zeros = zero_states(p, seq);
-  outcome<T> r = gradient_of(*run, inputs_of(params, seq, zeros), o.stream);
-  gradient_result<T> g;
-  g.loss = r.loss;
+  outcome<T> r = gradient_on_new_session<T>(p, inputs_of(params, seq, zeros), o);
+  auto g = chain_result<gradient_result<T>>(r);
   g.gradient = {std::move(r.gradients[0]), std::move(r.gradients[1]), std::move(r.gradients[2])};
-  g.chain = std::move(*r.report.chain);
-  g.peak_device_bytes = r.report.peak_device_bytes;
-  g.staging = r.report.staging;
   return g;
 }
 

@@ -208,13 +208,7 @@ class lstm_session final : public session<T> {
 
   tape_report report() const override
   {
-    tape_report r;
-    if (chain_) {
-      r.chain = chain_->stats();
-      r.tape_bytes = chain_->stats().tape_bytes;
-    }
-    r.peak_device_bytes = device_memory_usage(this->kind()).peak_bytes;
-    r.peak_host_bytes = host_memory_usage(this->kind()).peak_bytes;
+    tape_report r = chain_session_report(chain_, this->kind());
     r.staging = kit_.staging();
     return r;
   }

@@ -59,15 +59,9 @@ gradient_result<T> gradient(problem const& p, std::vector<T> const& m, std::vect
 {
   TAPEFLOW_NVTX_RANGE("tapeflow::wave::gradient");
   validate(p);
-  reset_device_memory_peak(o.kind);
-  std::unique_ptr<session<T>> const run = open<T>(p, o);
-  outcome<T> r = gradient_of(*run, {m, d}, o.stream);
-  gradient_result<T> g;
-  g.loss = r.loss;
+  outcome<T> r = gradient_on_new_session<T>(p, {m, d}, o);
+  auto g = chain_result<gradient_result<T>>(r);
   g.gradient = std::move(r.gradients.front());
-  g.chain = std::move(*r.report.chain);
-  g.peak_device_bytes = r.report.peak_device_bytes;
-  g.staging = r.report.staging;
   return g;
 }
 

@@ -33,18 +33,9 @@ struct cpu_step {
   void advance(std::size_t t, T const* in, T* out, T* taped) const
   {
     std::size_t const cells = g.cells();
-    T const* const prev = in;
     T const* const cur = in + cells;
     cpu::parallel_for(cells, cpu::grain_for(cells), [&](std::size_t begin, std::size_t end) {
-      for (std::size_t cell = begin; cell < end; ++cell) {
-        T const s = source_term(cur, g, cell, t);
-        out[cell] = cur[cell];
-        out[cells + cell] = next_value(prev[cell], cur[cell], s, m[cell], g);
-        if (taped != nullptr) {
-          taped[2 * cell] = s;
-          taped[2 * cell + 1] = cur[cell];
-        }
-      }
+      for (std::size_t cell = begin; cell < end; ++cell) { advance_cell(in, out, taped, m, g, cell, t); }
     });
     T misfit = in[2 * cells];
     for (std::size_t r = 0; r < g.receivers(); ++r) {

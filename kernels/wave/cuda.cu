@@ -27,8 +27,6 @@ __global__ void advance_kernel(T const* __restrict__ in, T* __restrict__ out, T*
                                T const* __restrict__ m, geometry<T> g, std::size_t t, std::size_t slots)
 {
   std::size_t const cells = g.cells();
-  T const* const prev = in;
-  T const* const cur = in + cells;
   for (std::size_t cell = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; cell < slots;
        cell += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     if (cell >= cells) {  // the last record's padding
@@ -36,13 +34,7 @@ __global__ void advance_kernel(T const* __restrict__ in, T* __restrict__ out, T*
       taped[2 * cell + 1] = T(0);
       continue;
     }
-    T const s = source_term(cur, g, cell, t);
-    out[cell] = cur[cell];
-    out[cells + cell] = next_value(prev[cell], cur[cell], s, m[cell], g);
-    if (taped != nullptr) {
-      taped[2 * cell] = s;
-      taped[2 * cell + 1] = cur[cell];
-    }
+    advance_cell(in, out, taped, m, g, cell, t);
   }
 }
 

@@ -131,10 +131,7 @@ class wave_session final : public session<T> {
 
   tape_report report() const override
   {
-    tape_report r;
-    if (chain_) { r = chain_report(chain_->stats()); }
-    r.peak_device_bytes = device_memory_usage(this->kind()).peak_bytes;
-    r.peak_host_bytes = host_memory_usage(this->kind()).peak_bytes;
+    tape_report r = chain_session_report(chain_, this->kind());
     if (staging_) { r.staging = *staging_; }
     return r;
   }

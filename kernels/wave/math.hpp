@@ -106,6 +106,25 @@ TAPEFLOW_HOST_DEVICE T next_value(T prev, T cur, T s, T m, geometry<T> const& g)
   return T(2) * cur - prev + g.dt * g.dt / m * s;
 }
 
+/// One cell of the step (u_{t-1}, u_t) -> (u_t, u_{t+1}) over the state `in` = (u_{t-1}, u_t) and
+/// `out` = (u_t, u_{t+1}), each of them two planes of g.cells(); with a tape (`taped` not null),
+/// the cell's s_t and u_t, interleaved.
+template <class T>
+TAPEFLOW_HOST_DEVICE void advance_cell(T const* in, T* out, T* taped, T const* m, geometry<T> const& g, std::size_t cell,
+                                       std::size_t t) noexcept
+{
+  std::size_t const cells = g.cells();
+  T const* const prev = in;
+  T const* const cur = in + cells;
+  T const s = source_term(cur, g, cell, t);
+  out[cell] = cur[cell];
+  out[cells + cell] = next_value(prev[cell], cur[cell], s, m[cell], g);
+  if (taped != nullptr) {
+    taped[2 * cell] = s;
+    taped[2 * cell + 1] = cur[cell];
+  }
+}
+
 /// dL/du_t at `cell` from the adjoints a, b of the output's u_t and u_{t+1} (b gathered from the
 /// neighbours, weighted by dt^2 / (m h^2)), c of L_{t+1}, and the cell's misfit `residual`
 /// (u_t - d at a receiver, else 0).

@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The distributed layer in one process (no MPI needed; part of tapeflow_tests): the one-rank
-// communicator, how a grid is cut into slabs, a one-rank slab whose ghost planes come from
-// itself (a periodic grid's wrap, by exchange), and the schedule fingerprint the ranks compare.
-// The runs over several ranks are tests/distributed/ranks.cpp, under mpiexec.
-#include "../stencil/reference.hpp"
-#include "../stencil/stencils.hpp"
-
+// communicator, how a grid is cut into slabs, and the schedule fingerprint the ranks compare. A
+// one-rank slab on each backend is in tests/stencil/segment_tests.hpp; the runs over several ranks
+// are tests/distributed/rank_tests.hpp, under mpiexec.
 #include <tapeflow/chain.hpp>
+#include <tapeflow/chain_options.hpp>
 #include <tapeflow/detail/collective_plan.hpp>
 #include <tapeflow/distributed/communicator.hpp>
 #include <tapeflow/memory.hpp>
@@ -21,7 +19,7 @@
 namespace tapeflow::testing {
 namespace {
 
-using namespace tapeflow::testing::stencils;
+namespace st = tapeflow::stencil;
 namespace dist = tapeflow::distributed;
 
 TEST(SingleRank, GathersAndExchangesWithItself)
@@ -80,37 +78,6 @@ TEST(Slab, CutsPlanesEvenlyWithTheRemainderFirst)
   EXPECT_EQ(next, 29u);
   EXPECT_THROW(static_cast<void>(stencil::slab::of(3, 4, 0)), logic_error) << "a rank with no plane";
   EXPECT_THROW(static_cast<void>(stencil::slab::of(8, 2, 2)), logic_error) << "no such rank";
-}
-
-/// One rank's slab (the whole grid, its ghost planes exchanged with itself) against the uncut grid.
-template <class S, class T = typename S::value_type>
-void check_one_rank_slab(S const& s, st::grid<T> const& g, std::size_t steps, int k)
-{
-  auto const one = std::make_shared<dist::single_rank>();
-  st::segment_request request;
-  request.k = k;
-  request.tile = test_tile(S::dims);
-  device_limits const cpu = query_device_limits(backend::cpu);
-  st::segment_plan const plan = st::plan_slab_segments<S>(g, steps, cpu, request, *one);
-  std::vector<T> const u0 = random_state<T>(g.cells() * S::fields, 11u, -1.0, 1.0);
-  gradient_of<T> const whole = reference_gradient(s, g, steps, u0);
-  auto step = st::make_cpu_segments(s, g, plan, one);
-  ASSERT_EQ(step.state_size(), u0.size());
-  chain_options o;
-  o.policy = tape_policy::recompute;
-  o.poison = true;
-  o.collective = one;
-  chain<decltype(step)> c(step, step.segments(), o);
-  std::vector<T> const gradient = run_half_squares(c, backend::cpu, u0).gradient;
-  EXPECT_TRUE(same_bits(gradient, whole.gradient)) << "off by " << relative_difference(gradient, whole.gradient);
-}
-
-TEST(Slab, OneRankReadsItsOwnFacesAsGhostsAcrossAPeriodicEdge)
-{
-  check_one_rank_slab(allen_cahn_2d<float>{{0.1f, 0.2f}}, st::grid<float>{17, 23, 1}, 7, 3);
-  check_one_rank_slab(burgers_1d<float>{0.3f, 0.1f}, st::grid<float>{37}, 9, 4);
-  check_one_rank_slab(gray_scott_3d<float>{0.1f, 0.05f, 0.04f, 0.06f}, st::grid<float>{5, 6, 9}, 4, 2);
-  check_one_rank_slab(advection_2d<float>{0.2f, 0.1f}, st::grid<float>{19, 12, 1, st::boundary::fixed, -0.5f}, 5, 2);
 }
 
 TEST(Slab, AGhostExchangeRefusesASlabThinnerThanItsDepth)

@@ -17,7 +17,9 @@
 
 #include <tapeflow/chain.hpp>
 #include <tapeflow/memory.hpp>
+#include <tapeflow/distributed/communicator.hpp>
 #include <tapeflow/stencil/segment.hpp>
+#include <tapeflow/stencil/slab.hpp>
 
 #include <gtest/gtest.h>
 
@@ -25,6 +27,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -133,6 +136,55 @@ TEST(StencilSegments, TwoFieldsIn3dGiveTheBitsOfOneStepSegments)
   gray_scott_3d<float> const s{0.1f, 0.05f, 0.04f, 0.06f};
   check_every_length(s, st::grid<float>{9, 8, 10}, 4, {2, 3}, 0.0, 1.0);
   check_every_length(s, st::grid<float>{8, 11, 6, st::boundary::fixed, 0.0f}, 3, {3}, 0.0, 1.0);
+}
+
+/// The Step of a slab of `whole` on the backend under test (tapeflow/stencil/slab.hpp).
+template <class S>
+auto make_slab_segments(S const& s, st::grid<typename S::value_type> const& whole, st::segment_plan const& plan,
+                        std::shared_ptr<distributed::communicator> comm)
+{
+#if defined(TAPEFLOW_TEST_ON_GPU)
+  return st::make_device_segments(s, whole, plan, std::move(comm));
+#else
+  return st::make_cpu_segments(s, whole, plan, std::move(comm));
+#endif
+}
+
+/// One rank's slab (the whole grid, its ghost planes exchanged with itself) against the uncut grid.
+template <class S, class T = typename S::value_type>
+void check_one_rank_slab(S const& s, st::grid<T> const& g, std::size_t steps, int k)
+{
+  auto const one = std::make_shared<distributed::single_rank>();
+  st::segment_request request;
+  request.k = k;
+  request.tile = test_tile(S::dims);
+  request.block_threads = 64;
+  st::segment_plan const plan = st::plan_slab_segments<S>(g, steps, query_device_limits(target), request, *one);
+  std::vector<T> const u0 = random_state<T>(g.cells() * S::fields, 11u, -1.0, 1.0);
+  gradient_of<T> const whole = reference_gradient(s, g, steps, u0);
+  auto step = make_slab_segments(s, g, plan, one);
+  ASSERT_EQ(step.state_size(), u0.size());
+  chain_options o;
+  o.kind = target;
+  o.policy = tape_policy::recompute;
+  o.poison = true;
+  o.collective = one;
+  chain<decltype(step)> c(step, step.segments(), o);
+  std::vector<T> const gradient = run_half_squares(c, target, u0).gradient;
+  if (reference_bits_hold) {
+    EXPECT_TRUE(same_bits(gradient, whole.gradient)) << "off by " << relative_difference(gradient, whole.gradient);
+  } else {
+    EXPECT_LT(relative_difference(gradient, whole.gradient), sizeof(T) == 4 ? 1e-5 : 1e-12);
+  }
+}
+
+TEST(StencilSegments, AOneRankSlabReadsItsOwnFacesAsGhostPlanes)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  check_one_rank_slab(allen_cahn_2d<float>{{0.1f, 0.2f}}, st::grid<float>{17, 23, 1}, 7, 3);
+  check_one_rank_slab(burgers_1d<float>{0.3f, 0.1f}, st::grid<float>{37}, 9, 4);
+  check_one_rank_slab(gray_scott_3d<float>{0.1f, 0.05f, 0.04f, 0.06f}, st::grid<float>{5, 6, 9}, 4, 2);
+  check_one_rank_slab(advection_2d<float>{0.2f, 0.1f}, st::grid<float>{19, 12, 1, st::boundary::fixed, -0.5f}, 5, 2);
 }
 
 /// ⟨dL/du_0, v⟩ against (L(u_0 + h v) - L(u_0 - h v)) / 2h, in double.

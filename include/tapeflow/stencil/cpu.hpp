@@ -27,59 +27,33 @@ class cpu_runner {
  public:
   using T = typename S::value_type;
 
-  cpu_runner(S stencil, grid<T> g, segment_plan const& plan)
-    : program_{stencil, g, reach::of<S>(), plan.tile}
-  {
-  }
+  cpu_runner(S stencil, grid<T> g, segment_plan const& plan) : program_(stencil, g, plan) {}
 
   /// This rank's slab of the whole grid `whole`, cut over the ranks of `comm` (the plan is this
   /// slab's: plan_slab_segments). Throws what ghost_exchange throws.
   cpu_runner(S stencil, grid<T> const& whole, segment_plan const& plan, std::shared_ptr<distributed::communicator> comm)
-    : cpu_runner(stencil, whole, plan)
+    : program_(stencil, whole, plan, std::move(comm))
   {
-    slab const s = slab::of(whole.extent(S::dims - 1), comm->size(), comm->rank());
-    int const depth = deepest_halo(segment_shape{plan.k, program_.r});
-    program_.g = slab_grid(whole, S::dims, s);
-    // Every rank's state is as long as the widest slab's (its tail zero), so that every rank plans
-    // the same layers (chain_options::collective).
-    padded_size_ = (s.global + static_cast<std::size_t>(s.ranks) - 1) / static_cast<std::size_t>(s.ranks) *
-                   (program_.g.cells() / s.extent) * S::fields;
-    state_ghosts_ = std::make_shared<ghost_exchange<T>>(comm, s, whole, S::dims, S::fields, depth);
-    adjoint_ghosts_ = std::make_shared<ghost_exchange<T>>(std::move(comm), s, whole, S::dims, S::fields, depth);
-    program_.slab = state_ghosts_->view();
   }
 
-  /// Values of this runner's state: the grid's fields, one after the other. Over ranks, the slab's,
-  /// then zeros up to the widest slab's size.
-  [[nodiscard]] std::size_t state_size() const noexcept
-  {
-    return padded_size_ != 0 ? padded_size_ : program_.g.cells() * S::fields;
-  }
+  [[nodiscard]] std::size_t state_size() const noexcept { return program_.state_size(); }
 
-  void advance(int k, T const* in, T* out, stream_view) const
+  void advance(int k, T const* in, T* out, stream_view s) const
   {
-    tile_program<S> program = program_;
-    if (state_ghosts_) { program.slab.state = state_ghosts_->fill(in, segment_shape{k, program.r}.forward_halo(0)); }
-    std::size_t const values = program.advance_scratch(k);
+    tile_program<S> const program = program_.advancing(k, in, s);
     each_tile([&](std::size_t t, T* scratch) { program.advance(solo_team{}, program.tile_box(t), k, in, out, scratch); },
-              values);
+              program.advance_scratch(k));
     zero_tail(out);
   }
 
-  void reverse(int k, T const* checkpoint, T const* lambda_out, T* lambda_in, stream_view) const
+  void reverse(int k, T const* checkpoint, T const* lambda_out, T* lambda_in, stream_view s) const
   {
-    tile_program<S> program = program_;
-    if (state_ghosts_) {
-      segment_shape const shape{k, program.r};
-      program.slab.state = state_ghosts_->fill(checkpoint, shape.state_halo(0));
-      program.slab.adjoint = adjoint_ghosts_->fill(lambda_out, shape.lambda_halo(k));
-    }
-    std::size_t const values = program.reverse_scratch(k);
+    tile_program<S> const program = program_.reversing(k, checkpoint, lambda_out, s);
     each_tile(
       [&](std::size_t t, T* scratch) {
         program.reverse(solo_team{}, program.tile_box(t), k, checkpoint, lambda_out, lambda_in, scratch);
       },
-      values);
+      program.reverse_scratch(k));
     zero_tail(lambda_in);
   }
 
@@ -91,16 +65,13 @@ class cpu_runner {
   }
 
  private:
-  void zero_tail(T* state) const
-  {
-    std::fill(state + program_.g.cells() * S::fields, state + state_size(), T(0));
-  }
+  void zero_tail(T* state) const { std::fill(state + program_.used_values(), state + state_size(), T(0)); }
 
   /// Calls work(tile, scratch) for every tile, in parallel, with `values` of scratch per thread.
   template <class Work>
   void each_tile(Work&& work, std::size_t values) const
   {
-    std::size_t const tiles = program_.tiles();
+    std::size_t const tiles = program_.base().tiles();
     cpu::parallel_for(tiles, cpu::grain_for(tiles), [&](std::size_t first, std::size_t last) {
       thread_local std::vector<T> scratch;  // kept: later segments allocate nothing
       if (scratch.size() < values) { scratch.resize(values); }
@@ -108,12 +79,7 @@ class cpu_runner {
     });
   }
 
-  tile_program<S> program_;
-  std::size_t padded_size_{0};  // over ranks: the widest slab's values; 0: not cut
-  // Over ranks: the ghost planes of the state and of the adjoint (shared by the copies a chain
-  // makes of its Step; its calls come one at a time).
-  std::shared_ptr<ghost_exchange<T>> state_ghosts_;
-  std::shared_ptr<ghost_exchange<T>> adjoint_ghosts_;
+  runner_program<S, ghost_exchange<T>> program_;
 };
 
 /// The chain Step of stencil S's segments on the CPU backend.

@@ -2,15 +2,23 @@
 // Stencil segments on a GPU (CUDA, HIP, or the emulated device, from this one source): the tile
 // program (tile_program.hpp) run by a block per tile, its levels in the block's shared memory, a
 // barrier between levels. A persistent grid walks the tiles. Include it from the .cu file that
-// names the stencil: the kernels are instantiated for it there.
+// names the stencil: the kernels are instantiated for it there. Over the ranks of a distributed
+// run, each rank runs its slab, its ghost planes staged through pinned host memory once per
+// segment (tapeflow/stencil/slab.hpp).
 #pragma once
 
 #include <tapeflow/device/launch.cuh>
 #include <tapeflow/device/platform.hpp>
+#include <tapeflow/distributed/communicator.hpp>
+#include <tapeflow/memory.hpp>
 #include <tapeflow/stencil/segment.hpp>
+#include <tapeflow/stencil/slab.hpp>
 #include <tapeflow/stencil/tile_program.hpp>
 
 #include <cstddef>
+#include <memory>
+#include <optional>
+#include <utility>
 
 namespace tapeflow::stencil {
 
@@ -88,6 +96,58 @@ __global__ void record_kernel(T const* __restrict__ in, T* __restrict__ taped, s
 
 }  // namespace detail
 
+/// Ghost planes of a device state over ranks: its faces copied to pinned host memory, exchanged
+/// (ghost_exchange, host memory: Debian's MPI is not CUDA-aware), and the neighbours' planes copied
+/// to device memory for the kernels, all ordered on the call's stream.
+template <class T>
+class device_ghosts {
+ public:
+  device_ghosts(std::shared_ptr<distributed::communicator> comm, slab s, grid<T> const& whole, int dims, int fields,
+                int depth)
+    : exchange_(std::move(comm), s, whole, dims, fields, depth), faces_(gpu_backend, exchange_.values(depth) * sizeof(T)),
+      capacity_(exchange_.values(depth))
+  {
+  }
+
+  [[nodiscard]] slab_view<T> view() const noexcept { return exchange_.view(); }
+
+  /// Collective: `depth` ghost planes of the device state `state`, in device memory, ready on `s`.
+  [[nodiscard]] ghost_planes<T> fill(T const* state, int depth, stream_view s)
+  {
+    if (depth == 0) { return {0, nullptr}; }
+    std::size_t const values = exchange_.values(depth);
+    if (!planes_) { planes_.emplace(gpu_backend, capacity_ * sizeof(T), s); }
+    std::size_t const run = static_cast<std::size_t>(depth) * exchange_.plane();
+    std::size_t const extent = exchange_.where().extent;
+    auto* const faces = static_cast<T*>(faces_.data());
+    for (int f = 0; f < fields(); ++f) {
+      T const* const field = state + static_cast<std::size_t>(f) * exchange_.field_values();
+      T const* const last = field + (extent - static_cast<std::size_t>(depth)) * exchange_.plane();
+      TAPEFLOW_CUDA_TRY(cudaMemcpyAsync(faces + exchange_.offset(f, 0, depth), field, run * sizeof(T),
+                                        cudaMemcpyDeviceToHost, to_native(s)));
+      TAPEFLOW_CUDA_TRY(cudaMemcpyAsync(faces + exchange_.offset(f, 1, depth), last, run * sizeof(T),
+                                        cudaMemcpyDeviceToHost, to_native(s)));
+    }
+    TAPEFLOW_CUDA_TRY(cudaStreamSynchronize(to_native(s)));  // the faces are on the host
+    ghost_planes<T> const host = exchange_.fill_from_faces(faces, depth);
+    // From pageable memory the copy returns once its source is read: the exchange may reuse it.
+    TAPEFLOW_CUDA_TRY(cudaMemcpyAsync(planes_->data(), host.values, values * sizeof(T), cudaMemcpyHostToDevice,
+                                      to_native(s)));
+    return {depth, planes_->template data_as<T>()};
+  }
+
+ private:
+  [[nodiscard]] int fields() const noexcept
+  {
+    return static_cast<int>(exchange_.values(1) / (2 * exchange_.plane()));
+  }
+
+  ghost_exchange<T> exchange_;
+  pinned_buffer faces_;
+  std::size_t capacity_;
+  std::optional<device_buffer> planes_;  // allocated on the first call's stream
+};
+
 /// Runs the tile program of stencil S on the GPU of this build (segment_step's Runner).
 template <class S>
 class device_runner {
@@ -95,23 +155,36 @@ class device_runner {
   using T = typename S::value_type;
 
   device_runner(S stencil, grid<T> g, segment_plan const& plan)
-    : program_{stencil, g, reach::of<S>(), plan.tile}, block_threads_(plan.block_threads), grid_blocks_(plan.grid_blocks)
+    : program_(stencil, g, plan), block_threads_(plan.block_threads), grid_blocks_(plan.grid_blocks)
   {
     TAPEFLOW_EXPECTS(plan.kind != backend::cpu, "a device_runner needs a segment plan made for a GPU backend");
   }
 
-  [[nodiscard]] std::size_t state_size() const noexcept { return program_.g.cells() * S::fields; }
+  /// This rank's slab of the whole grid `whole`, cut over the ranks of `comm` (the plan is this
+  /// slab's: plan_slab_segments). Throws what ghost_exchange throws.
+  device_runner(S stencil, grid<T> const& whole, segment_plan const& plan,
+                std::shared_ptr<distributed::communicator> comm)
+    : program_(stencil, whole, plan, std::move(comm)), block_threads_(plan.block_threads), grid_blocks_(plan.grid_blocks)
+  {
+    TAPEFLOW_EXPECTS(plan.kind != backend::cpu, "a device_runner needs a segment plan made for a GPU backend");
+  }
+
+  [[nodiscard]] std::size_t state_size() const noexcept { return program_.state_size(); }
 
   void advance(int k, T const* in, T* out, stream_view s) const
   {
-    device::launch(detail::advance_kernel<S>, grid_blocks_, block_threads_, program_.advance_scratch(k) * sizeof(T), s,
-                   program_, k, in, out);
+    tile_program<S> const program = program_.advancing(k, in, s);
+    device::launch(detail::advance_kernel<S>, grid_blocks_, block_threads_, program.advance_scratch(k) * sizeof(T), s,
+                   program, k, in, out);
+    zero_tail(out, s);
   }
 
   void reverse(int k, T const* checkpoint, T const* lambda_out, T* lambda_in, stream_view s) const
   {
-    device::launch(detail::reverse_kernel<S>, grid_blocks_, block_threads_, program_.reverse_scratch(k) * sizeof(T), s,
-                   program_, k, checkpoint, lambda_out, lambda_in);
+    tile_program<S> const program = program_.reversing(k, checkpoint, lambda_out, s);
+    device::launch(detail::reverse_kernel<S>, grid_blocks_, block_threads_, program.reverse_scratch(k) * sizeof(T), s,
+                   program, k, checkpoint, lambda_out, lambda_in);
+    zero_tail(lambda_in, s);
   }
 
   void record(T const* in, T* taped, std::size_t padded_values, stream_view s) const
@@ -120,7 +193,15 @@ class device_runner {
   }
 
  private:
-  tile_program<S> program_;
+  void zero_tail(T* state, stream_view s) const
+  {
+    std::size_t const used = program_.used_values();
+    if (state_size() > used) {
+      TAPEFLOW_CUDA_TRY(cudaMemsetAsync(state + used, 0, (state_size() - used) * sizeof(T), to_native(s)));
+    }
+  }
+
+  runner_program<S, device_ghosts<T>> program_;
   int block_threads_;
   int grid_blocks_;
 };
@@ -135,6 +216,16 @@ template <class S>
                                                       segment_plan const& plan)
 {
   return device_segments<S>(device_runner<S>(stencil, g, plan), plan);
+}
+
+/// The GPU Step of this rank's slab of `whole`, cut over the ranks of `comm`, in `plan`'s segments
+/// (plan_slab_segments). Its state is the slab's (slab::of says which planes).
+template <class S>
+[[nodiscard]] device_segments<S> make_device_segments(S stencil, grid<typename S::value_type> const& whole,
+                                                      segment_plan const& plan,
+                                                      std::shared_ptr<distributed::communicator> comm)
+{
+  return device_segments<S>(device_runner<S>(stencil, whole, plan, std::move(comm)), plan);
 }
 
 }  // namespace tapeflow::stencil

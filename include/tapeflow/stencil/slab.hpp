@@ -13,6 +13,7 @@
 #include <tapeflow/stencil/segment.hpp>
 #include <tapeflow/stencil/stencil.hpp>
 #include <tapeflow/stencil/tile_program.hpp>
+#include <tapeflow/stream.hpp>
 
 #include <climits>
 #include <cstddef>
@@ -49,6 +50,12 @@ struct slab {
   }
   /// The thinnest slab of the run (a ghost exchange reaches only the next rank: no deeper).
   [[nodiscard]] std::size_t thinnest() const noexcept { return global / static_cast<std::size_t>(ranks); }
+  /// The widest slab of the run: every rank's state is padded to its size, so that every rank
+  /// plans the same layers (chain_options::collective).
+  [[nodiscard]] std::size_t widest() const noexcept
+  {
+    return (global + static_cast<std::size_t>(ranks) - 1) / static_cast<std::size_t>(ranks);
+  }
 };
 
 /// The grid of one rank's slab: `whole` with its last axis cut to the slab's extent.
@@ -57,6 +64,27 @@ template <class T>
 {
   (dims == 1 ? whole.nx : dims == 2 ? whole.ny : whole.nz) = s.extent;
   return whole;
+}
+
+/// What a runner of this rank's slab is made of: its place, its grid, the deepest ghost planes a
+/// segment of the plan reads, and the values of every rank's state (the widest slab's).
+template <class T>
+struct slab_cut {
+  slab where;
+  grid<T> local;
+  int depth{0};
+  std::size_t padded{0};
+};
+
+/// This rank's cut of `whole` for stencil S's segments of `plan`, over the ranks of `comm`.
+template <class S>
+[[nodiscard]] slab_cut<typename S::value_type> cut_for(grid<typename S::value_type> const& whole,
+                                                       segment_plan const& plan, distributed::communicator const& comm)
+{
+  slab const s = slab::of(whole.extent(S::dims - 1), comm.size(), comm.rank());
+  grid<typename S::value_type> const local = slab_grid(whole, S::dims, s);
+  return {s, local, deepest_halo(segment_shape{plan.k, reach::of<S>()}),
+          s.widest() * (local.cells() / s.extent) * static_cast<std::size_t>(S::fields)};
 }
 
 /// Collective: the segments of this rank's slab of `whole`, cut over the ranks of `comm`, for
@@ -115,7 +143,49 @@ class ghost_exchange {
   /// planes, host memory) from the neighbours, in storage this exchange owns until its next call.
   /// Planes beyond a fixed grid's edge are not sent (the tile program never reads them). Throws
   /// logic_error for a depth past the one it was made for, distributed_error as the communicator.
-  [[nodiscard]] ghost_planes<T> fill(T const* state, int depth)
+  [[nodiscard]] ghost_planes<T> fill(T const* state, int depth, stream_view = {})
+  {
+    return exchange(depth, [&](int f, int side) {
+      T const* const field = state + static_cast<std::size_t>(f) * cells_;
+      return side == 0 ? field : field + (slab_.extent - static_cast<std::size_t>(depth)) * plane_;
+    });
+  }
+
+  /// The same from a state's faces already copied out (a device state's, staged in host memory):
+  /// `faces` holds, for each field, its first `depth` planes and then its last, as ghost planes
+  /// are laid out.
+  [[nodiscard]] ghost_planes<T> fill_from_faces(T const* faces, int depth)
+  {
+    return exchange(depth, [&](int f, int side) { return faces + offset(f, side, depth); });
+  }
+
+  /// Values of `depth` ghost planes (or faces) of every field on both sides.
+  [[nodiscard]] std::size_t values(int depth) const noexcept
+  {
+    return static_cast<std::size_t>(fields_) * 2 * static_cast<std::size_t>(depth) * plane_;
+  }
+  /// Where field `f`'s planes on `side` (0: below, 1: above) start in ghost planes of `depth`.
+  [[nodiscard]] std::size_t offset(int f, int side, int depth) const noexcept
+  {
+    return ((static_cast<std::size_t>(f) * 2 + static_cast<std::size_t>(side)) * static_cast<std::size_t>(depth)) *
+           plane_;
+  }
+  /// Values of one plane, and of the slab's planes of one field.
+  [[nodiscard]] std::size_t plane() const noexcept { return plane_; }
+  [[nodiscard]] std::size_t field_values() const noexcept { return cells_; }
+
+ private:
+  /// The rank across the face below (-1) or above (+1), or -1 at a fixed grid's edge.
+  [[nodiscard]] int neighbour(int side) const noexcept
+  {
+    int const r = slab_.rank + side;
+    if (r >= 0 && r < slab_.ranks) { return r; }
+    return periodic_ ? (r + slab_.ranks) % slab_.ranks : -1;
+  }
+  /// Sends face(f, side) — `depth` planes of field f, its first (side 0) or last (side 1) — to the
+  /// neighbour across that face, and receives the neighbours' into the ghost planes.
+  template <class Face>
+  ghost_planes<T> exchange(int depth, Face&& face)
   {
     TAPEFLOW_EXPECTS(depth >= 0 && depth <= depth_, "asked for " + std::to_string(depth) +
                                                       " ghost planes; the exchange was made for " + std::to_string(depth_));
@@ -127,33 +197,18 @@ class ghost_exchange {
     std::vector<distributed::outgoing> sends;
     std::vector<distributed::incoming> receives;
     for (int f = 0; f < fields_; ++f) {
-      T const* const field = state + static_cast<std::size_t>(f) * cells_;
       // Tag 2f: planes that become the receiver's ghosts below its lower face; 2f + 1: above.
       if (below >= 0) {
-        receives.push_back({below, 2 * f, ghosts(f, 0, depth), bytes});
-        sends.push_back({below, 2 * f + 1, field, bytes});  // my first planes: above its upper face
+        receives.push_back({below, 2 * f, planes_.data() + offset(f, 0, depth), bytes});
+        sends.push_back({below, 2 * f + 1, face(f, 0), bytes});
       }
       if (above >= 0) {
-        receives.push_back({above, 2 * f + 1, ghosts(f, 1, depth), bytes});
-        sends.push_back({above, 2 * f, field + (slab_.extent - static_cast<std::size_t>(depth)) * plane_, bytes});
+        receives.push_back({above, 2 * f + 1, planes_.data() + offset(f, 1, depth), bytes});
+        sends.push_back({above, 2 * f, face(f, 1), bytes});
       }
     }
     comm_->exchange(sends, receives);
     return filled;
-  }
-
- private:
-  /// The rank across the face below (-1) or above (+1), or -1 at a fixed grid's edge.
-  [[nodiscard]] int neighbour(int side) const noexcept
-  {
-    int const r = slab_.rank + side;
-    if (r >= 0 && r < slab_.ranks) { return r; }
-    return periodic_ ? (r + slab_.ranks) % slab_.ranks : -1;
-  }
-  [[nodiscard]] T* ghosts(int f, int side, int depth) noexcept
-  {
-    return planes_.data() + ((static_cast<std::size_t>(f) * 2 + static_cast<std::size_t>(side)) *
-                             static_cast<std::size_t>(depth)) * plane_;
   }
 
   std::shared_ptr<distributed::communicator> comm_;
@@ -164,6 +219,64 @@ class ghost_exchange {
   std::size_t plane_;
   std::size_t cells_;
   std::vector<T> planes_;
+};
+
+/// The tile program a segment runner hands its tiles at each call, on the whole grid or, over
+/// ranks, on this rank's slab with the call's ghost planes filled. `Ghosts` fills them from a state
+/// in the runner's memory: ghost_exchange (host memory) or device_ghosts (device.cuh).
+template <class S, class Ghosts>
+class runner_program {
+ public:
+  using T = typename S::value_type;
+
+  runner_program(S stencil, grid<T> g, segment_plan const& plan) : program_{stencil, g, reach::of<S>(), plan.tile} {}
+
+  /// This rank's slab of `whole`, cut over the ranks of `comm`. Throws what Ghosts throws.
+  runner_program(S stencil, grid<T> const& whole, segment_plan const& plan,
+                 std::shared_ptr<distributed::communicator> comm)
+    : runner_program(stencil, whole, plan)
+  {
+    slab_cut<T> const cut = cut_for<S>(whole, plan, *comm);
+    program_.g = cut.local;
+    padded_ = cut.padded;
+    state_ghosts_ = std::make_shared<Ghosts>(comm, cut.where, whole, S::dims, S::fields, cut.depth);
+    adjoint_ghosts_ = std::make_shared<Ghosts>(std::move(comm), cut.where, whole, S::dims, S::fields, cut.depth);
+    program_.slab = state_ghosts_->view();
+  }
+
+  /// The program without ghost planes (its tiling, its grid).
+  [[nodiscard]] tile_program<S> const& base() const noexcept { return program_; }
+  /// Values of the runner's state: the grid's fields, one after the other; over ranks, the slab's
+  /// (used_values()), then zeros up to the widest slab's size.
+  [[nodiscard]] std::size_t state_size() const noexcept { return padded_ != 0 ? padded_ : used_values(); }
+  [[nodiscard]] std::size_t used_values() const noexcept { return program_.g.cells() * S::fields; }
+
+  /// Collective over ranks: the program of a forward of `k` steps from `in`.
+  [[nodiscard]] tile_program<S> advancing(int k, T const* in, stream_view s) const
+  {
+    tile_program<S> p = program_;
+    if (state_ghosts_) { p.slab.state = state_ghosts_->fill(in, segment_shape{k, p.r}.forward_halo(0), s); }
+    return p;
+  }
+  /// Collective over ranks: the program of the reverse of `k` steps from `checkpoint` and `lambda_out`.
+  [[nodiscard]] tile_program<S> reversing(int k, T const* checkpoint, T const* lambda_out, stream_view s) const
+  {
+    tile_program<S> p = program_;
+    if (state_ghosts_) {
+      segment_shape const shape{k, p.r};
+      p.slab.state = state_ghosts_->fill(checkpoint, shape.state_halo(0), s);
+      p.slab.adjoint = adjoint_ghosts_->fill(lambda_out, shape.lambda_halo(k), s);
+    }
+    return p;
+  }
+
+ private:
+  tile_program<S> program_;
+  std::size_t padded_{0};  // over ranks: the widest slab's values; 0: not cut
+  // Over ranks: the ghost planes of the state and of the adjoint (shared by the copies a chain
+  // makes of its Step; its calls come one at a time).
+  std::shared_ptr<Ghosts> state_ghosts_;
+  std::shared_ptr<Ghosts> adjoint_ghosts_;
 };
 
 }  // namespace tapeflow::stencil

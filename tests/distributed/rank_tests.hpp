@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The distributed tests: this program runs as every rank of an MPI run, which CTest starts with 1,
-// 2, 3 and 4 ranks (label "mpi"; tests/CMakeLists.txt). What they hold tapeflow to
-// (docs/distributed.md):
+// The distributed tests, written once against the backend under test (target.hpp): ranks_cpu.cpp
+// includes them for the CPU backend, ranks_device.cu for this build's GPU and the emulated device
+// (each rank's slab run by kernels, its ghost planes staged through pinned memory). Each program
+// runs as every rank of an MPI run (mpi_main.cpp), which CTest starts with 1, 2, 3 and 4
+// ranks (label "mpi"; tests/CMakeLists.txt). What they hold tapeflow to (docs/distributed.md):
 //   - the communicator: rank-ordered gathers and sums, a ring exchange, a silent peer that ends in
 //     distributed_error within the timeout rather than a hang;
 //   - stencil segments on slabs: every rank's part of the gradient and of the final state is the
@@ -11,15 +13,22 @@
 //   - one schedule: ranks given different budgets plan with the least and agree; ranks that
 //     would run different schedules raise distributed_error on every rank before the first step;
 //   - failure: a rank whose step throws makes every other rank raise distributed_error naming it.
+#pragma once
+
 #include "../stencil/reference.hpp"
 #include "../stencil/stencils.hpp"
+#include "../target.hpp"
 
 #include <tapeflow/chain.hpp>
 #include <tapeflow/distributed/mpi.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/record.hpp>
-#include <tapeflow/stencil/cpu.hpp>
 #include <tapeflow/stencil/slab.hpp>
+#if defined(TAPEFLOW_TEST_ON_GPU)
+#include <tapeflow/stencil/device.cuh>
+#else
+#include <tapeflow/stencil/cpu.hpp>
+#endif
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -36,12 +45,26 @@ using namespace tapeflow::testing::stencils;
 namespace dist = tapeflow::distributed;
 using ac = allen_cahn_2d<float>;
 
+/// The Step of this rank's slab on the backend under test.
+template <class S>
+auto make_slab_segments(S const& s, st::grid<typename S::value_type> const& whole, st::segment_plan const& plan,
+                        std::shared_ptr<dist::communicator> comm)
+{
+#if defined(TAPEFLOW_TEST_ON_GPU)
+  return st::make_device_segments(s, whole, plan, std::move(comm));
+#else
+  return st::make_cpu_segments(s, whole, plan, std::move(comm));
+#endif
+}
+
 std::shared_ptr<dist::mpi_communicator> world(std::chrono::milliseconds timeout = std::chrono::seconds(60))
 {
   return std::make_shared<dist::mpi_communicator>(MPI_COMM_WORLD, timeout);
 }
 
-// ---- the communicator -----------------------------------------------------------------------------
+// ---- the communicator (once, in the CPU program) --------------------------------------------------
+
+#if !defined(TAPEFLOW_TEST_ON_GPU)
 
 TEST(Communicator, GathersInRankOrderAndSumsInRankOrder)
 {
@@ -94,6 +117,8 @@ TEST(Communicator, ASilentPeerEndsInADistributedErrorWithinTheTimeout)
   }
 }
 
+#endif
+
 // ---- stencil segments on slabs ---------------------------------------------------------------------
 
 /// This rank's values of `whole` (fields x cells of the whole grid): its slab's planes of each
@@ -136,10 +161,11 @@ gradient_of<T> slab_gradient(S const& s, st::grid<T> const& g, std::size_t steps
   st::segment_request request;
   request.k = r.k;
   request.tile = test_tile(S::dims);
-  st::segment_plan const plan = st::plan_slab_segments<S>(g, steps, query_device_limits(backend::cpu), request, *comm);
-  auto step = st::make_cpu_segments(s, g, plan, comm);
+  request.block_threads = 64;
+  st::segment_plan const plan = st::plan_slab_segments<S>(g, steps, query_device_limits(target), request, *comm);
+  auto step = make_slab_segments(s, g, plan, comm);
   chain_options o;
-  o.kind = backend::cpu;
+  o.kind = target;
   o.policy = r.policy;
   o.poison = true;
   o.host_tier_on_cpu = r.policy == tape_policy::offload;
@@ -148,7 +174,7 @@ gradient_of<T> slab_gradient(S const& s, st::grid<T> const& g, std::size_t steps
   chain<decltype(step)> c(step, step.segments(), o);
   st::slab const mine = st::slab::of(g.extent(S::dims - 1), comm->size(), comm->rank());
   // Seeded with u_T on this rank's cells only: its part of the loss (the padding is zero).
-  return run_half_squares(c, backend::cpu, slab_values(u0, g.cells(), S::fields, mine, step.state_size()));
+  return run_half_squares(c, target, slab_values(u0, g.cells(), S::fields, mine, step.state_size()));
 }
 
 /// Every policy and the given segment lengths on this run's ranks, against the reference over the
@@ -179,25 +205,30 @@ void check_slabs(S const& s, st::grid<T> const& g, std::size_t steps, std::vecto
       EXPECT_TRUE(same_bits(got.final_state, want_state)) << "off by " << relative_difference(got.final_state, want_state);
       EXPECT_TRUE(same_bits(got.gradient, want_gradient)) << "off by " << relative_difference(got.gradient, want_gradient);
       EXPECT_EQ(got.stats.steps, segments);
-      if (policy == tape_policy::automatic) { EXPECT_GT(got.stats.recompute_steps, 0u) << "auto within two layers"; }
+      if (policy == tape_policy::automatic) {
+        EXPECT_LT(got.stats.tiers.count(tier::device), segments) << "auto within two layers keeps fewer on the device";
+      }
     }
   }
 }
 
 TEST(Slabs, AllenCahnPeriodicGivesTheBitsOfTheWholeGrid)
 {
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   allen_cahn_2d<float> const s{{0.1f, 0.2f}};
   check_slabs(s, st::grid<float>{23, 29, 1}, 7, {1, 3}, -1.0, 1.0);
 }
 
 TEST(Slabs, AllenCahnOnAFixedGridInDouble)
 {
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   allen_cahn_2d<double> const s{{0.1, 0.2}};
   check_slabs(s, st::grid<double>{13, 26, 1, st::boundary::fixed, 0.25}, 6, {2}, -1.0, 1.0);
 }
 
 TEST(Slabs, ScatterAdjointIn1dPeriodicAndFixed)
 {
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   burgers_1d<float> const s{0.3f, 0.1f};
   check_slabs(s, st::grid<float>{61}, 9, {1, 3}, 0.0, 1.0);
   check_slabs(s, st::grid<float>{45, 1, 1, st::boundary::fixed, 0.5f}, 5, {2}, 0.0, 1.0);
@@ -205,26 +236,29 @@ TEST(Slabs, ScatterAdjointIn1dPeriodicAndFixed)
 
 TEST(Slabs, ScatterAdjointIn2dWithSkewedTapsOnAFixedGrid)
 {
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   advection_2d<float> const s{0.2f, 0.1f};
   check_slabs(s, st::grid<float>{19, 19, 1, st::boundary::fixed, -0.5f}, 5, {2}, -1.0, 1.0);
 }
 
 TEST(Slabs, TwoFieldsIn3d)
 {
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   gray_scott_3d<float> const s{0.1f, 0.05f, 0.04f, 0.06f};
   check_slabs(s, st::grid<float>{6, 5, 13}, 4, {2}, 0.0, 1.0);
 }
 
 TEST(Slabs, ASegmentDeeperThanTheThinnestSlabIsRefusedOnEveryRank)
 {
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   auto const comm = world();
   st::grid<float> const g{16, std::size_t(4 * comm->size()), 1};  // slabs of 4 planes
   st::segment_request request;
   request.k = 3;  // reads 5 planes past each face
-  EXPECT_THROW(static_cast<void>(st::plan_slab_segments<ac>(g, 6, query_device_limits(backend::cpu), request, *comm)),
+  EXPECT_THROW(static_cast<void>(st::plan_slab_segments<ac>(g, 6, query_device_limits(target), request, *comm)),
                logic_error);
   request.k = 0;  // the planner keeps to what fits (on a new communicator: the refusal broke the last)
-  st::segment_plan const p = st::plan_slab_segments<ac>(g, 6, query_device_limits(backend::cpu), request, *world());
+  st::segment_plan const p = st::plan_slab_segments<ac>(g, 6, query_device_limits(target), request, *world());
   EXPECT_LE(st::deepest_halo(st::segment_shape{p.k, st::reach::of<ac>()}), 4);
 }
 
@@ -232,6 +266,7 @@ TEST(Slabs, ASegmentDeeperThanTheThinnestSlabIsRefusedOnEveryRank)
 
 TEST(OneSchedule, RanksWithDifferentBudgetsPlanWithTheLeast)
 {
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   auto const comm = world();
   ac const s{{0.1f, 0.2f}};
   st::grid<float> const g{16, 24, 1};
@@ -241,9 +276,15 @@ TEST(OneSchedule, RanksWithDifferentBudgetsPlanWithTheLeast)
   run_settings r{1, tape_policy::automatic, least + std::size_t(comm->rank()) * 5 * layer};
   gradient_of<float> const got = slab_gradient(s, g, 12, r, u0, comm);
   EXPECT_EQ(got.stats.budget_bytes, least) << "every rank plans with the least budget";
-  EXPECT_GT(got.stats.recompute_steps, 0u) << "the least budget makes auto recompute";
-  std::vector<std::size_t> const recomputed = dist::gather_all(*comm, got.stats.recompute_steps);
-  for (std::size_t n : recomputed) { EXPECT_EQ(n, recomputed[0]) << "every rank ran the same schedule"; }
+  EXPECT_LT(got.stats.tiers.count(tier::device), got.stats.steps) << "the least budget moves layers off the device";
+  // What each rank did, beyond what it planned: the same on every rank.
+  struct done {
+    std::size_t recomputed, prefetched;
+  };
+  for (done const& other : dist::gather_all(*comm, done{got.stats.recompute_steps, got.stats.prefetches})) {
+    EXPECT_EQ(other.recomputed, got.stats.recompute_steps) << "steps recomputed";
+    EXPECT_EQ(other.prefetched, got.stats.prefetches) << "layers prefetched";
+  }
   gradient_of<float> const whole = reference_gradient(s, g, 12, u0);
   st::slab const mine = st::slab::of(g.ny, comm->size(), comm->rank());
   EXPECT_TRUE(same_bits(got.gradient, slab_values(whole.gradient, g.cells(), 1, mine, got.gradient.size())));
@@ -251,14 +292,16 @@ TEST(OneSchedule, RanksWithDifferentBudgetsPlanWithTheLeast)
 
 TEST(OneSchedule, RanksThatWouldRunDifferentSchedulesAllRaiseBeforeTheFirstStep)
 {
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   auto const comm = world();
   if (comm->size() < 2) { GTEST_SKIP() << "needs two ranks"; }
   ac const s{{0.1f, 0.2f}};
   st::grid<float> const g{16, 24, 1};
   st::segment_plan const plan =
-    st::plan_slab_segments<ac>(g, 8, query_device_limits(backend::cpu), st::segment_request{1, {8, 8, 1}, 0, 0}, *comm);
-  auto step = st::make_cpu_segments(s, g, plan, comm);
+    st::plan_slab_segments<ac>(g, 8, query_device_limits(target), st::segment_request{1, {8, 8, 1}, 64, 0}, *comm);
+  auto step = make_slab_segments(s, g, plan, comm);
   chain_options o;
+  o.kind = target;
   o.collective = comm;
   o.policy = comm->rank() == 0 ? tape_policy::store : tape_policy::recompute;  // a program bug
   try {
@@ -302,18 +345,20 @@ struct failing_step : Base {
 
 TEST(Failure, ARankWhoseStepThrowsMakesEveryRankRaise)
 {
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   auto const comm = world(std::chrono::seconds(30));
   ac const s{{0.1f, 0.2f}};
   st::grid<float> const g{16, 24, 1};
   st::segment_plan const plan =
-    st::plan_slab_segments<ac>(g, 6, query_device_limits(backend::cpu), st::segment_request{2, {8, 8, 1}, 0, 0}, *comm);
-  using base = st::cpu_segments<ac>;
-  failing_step<base> const step(st::make_cpu_segments(s, g, plan, comm), comm->rank(), comm->size() - 1, 1);
+    st::plan_slab_segments<ac>(g, 6, query_device_limits(target), st::segment_request{2, {8, 8, 1}, 64, 0}, *comm);
+  using base = decltype(make_slab_segments(s, g, plan, comm));
+  failing_step<base> const step(make_slab_segments(s, g, plan, comm), comm->rank(), comm->size() - 1, 1);
   chain_options o;
+  o.kind = target;
   o.collective = comm;
   chain<failing_step<base>> c(step, step.segments(), o);
   std::vector<float> const u0 = random_state<float>(step.state_size(), 3u, -1.0, 1.0);
-  device_buffer state(backend::cpu, u0.size() * sizeof(float), {});
+  device_buffer state(target, u0.size() * sizeof(float), {});
   state.upload(u0.data(), u0.size() * sizeof(float), {});
   auto const start = std::chrono::steady_clock::now();
   if (comm->rank() == comm->size() - 1) {
@@ -333,11 +378,3 @@ TEST(Failure, ARankWhoseStepThrowsMakesEveryRankRaise)
 }  // namespace
 }  // namespace tapeflow::testing
 
-int main(int argc, char** argv)
-{
-  MPI_Init(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  int const failed = RUN_ALL_TESTS();
-  MPI_Finalize();
-  return failed;
-}

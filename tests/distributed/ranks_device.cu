@@ -1,0 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
+// The distributed tests (rank_tests.hpp) on the emulated device (or this build's GPU), one process
+// per rank under mpiexec.
+#include "rank_tests.hpp"

@@ -13,9 +13,17 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tapeflow::cli {
+
+/// Whether a workload's description says it runs cut over the ranks of an MPI run
+/// (`static constexpr bool decomposes = true;`).
+template <class D, class = void>
+struct decomposes : std::false_type {};
+template <class D>
+struct decomposes<D, std::void_t<decltype(D::decomposes)>> : std::bool_constant<D::decomposes> {};
 
 template <class D>
 class commands {
@@ -45,6 +53,10 @@ class commands {
  private:
   static options options_of(parsed_args const& args)
   {
+    if (launched_ranks() && launched_ranks()->size() > 1 && !decomposes<D>::value) {
+      throw usage_error(std::string{D::text.name} + " does not run cut over MPI ranks; run it as one process "
+                        "(allen-cahn does: docs/distributed.md)");
+    }
     options o;
     o.kind = backend_of(args);
     if constexpr (D::tape == workloads::tape_kind::chain) { read_run_options(args, o); }
@@ -133,6 +145,9 @@ class commands {
 
   static int bench(parsed_args const& args)
   {
+    if (launched_ranks() && launched_ranks()->size() > 1) {
+      throw usage_error("bench times one process; run it without mpirun");
+    }
     problem const p = described::problem_of(args, false);
     options o = options_of(args);
     if constexpr (D::tape == workloads::tape_kind::chain) { o.measure_time = false; }  // events time it

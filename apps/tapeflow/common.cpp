@@ -231,6 +231,7 @@ void read_run_options(parsed_args const& args, workloads::run_options& o)
   o.capture_reverse = args.has("capture-reverse");
   if (args.has("step-costs")) { o.step_costs = {step_cost_of(args.text("step-costs"))}; }
   o.measure_steps = args.has("measure-steps");
+  o.ranks = launched_ranks();
 }
 
 void bench_counts(parsed_args const& args, int& warmup, int& repeats)
@@ -247,6 +248,7 @@ void bench_counts(parsed_args const& args, int& warmup, int& repeats)
 // ---------------------------------------------------------------------------------------------
 void write_text(std::string const& path, std::string const& text)
 {
+  if (!writes_files()) { return; }
   std::ofstream out(path, std::ios::trunc);
   if (!out) { TAPEFLOW_FAIL(io_error, "cannot open output file '" + path + "'"); }
   out << text << '\n';

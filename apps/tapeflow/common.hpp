@@ -3,6 +3,8 @@
 // files, the progress bar, the plan and statistics in text and JSON, and the workload table.
 #pragma once
 
+#include "ranks.hpp"
+
 #include <tapeflow/workloads/common/args.hpp>
 #include <tapeflow/workloads/common/json.hpp>
 
@@ -97,10 +99,11 @@ std::vector<T> read_values(std::string const& path, std::size_t count, std::stri
   return values;
 }
 
-/// Writes the concatenation of `parts` to `path` (raw little-endian).
+/// Writes the concatenation of `parts` to `path` (raw little-endian); over ranks, rank 0 does.
 template <class T>
 void write_values(std::string const& path, std::vector<std::vector<T>> const& parts)
 {
+  if (!writes_files()) { return; }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) { TAPEFLOW_FAIL(io_error, "cannot open output file '" + path + "'"); }
   for (std::vector<T> const& part : parts) {
@@ -110,6 +113,7 @@ void write_values(std::string const& path, std::vector<std::vector<T>> const& pa
   if (!out) { TAPEFLOW_FAIL(io_error, "writing output file '" + path + "' failed"); }
 }
 
+/// Writes `text` and a newline to `path`; over ranks, rank 0 does.
 void write_text(std::string const& path, std::string const& text);
 
 // ---- output -----------------------------------------------------------------------------------

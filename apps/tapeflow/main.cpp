@@ -10,9 +10,11 @@
 // Workloads: allen-cahn, lbm, gmm, lstm, rk4, burgers (common.cpp lists them; each has its own
 // file). Every command of every workload takes the same common flags and reports bad usage or
 // input the same way. Exit status: 0 on success, 2 on bad usage or input (a message says what),
-// 1 on a runtime failure.
+// 1 on a runtime failure. Under an MPI launcher (a build with TAPEFLOW_MPI), `run allen-cahn`
+// cuts the grid over the ranks (docs/distributed.md); rank 0 prints and writes the files.
 #include <tapeflow/workloads/common/args.hpp>
 #include "common.hpp"
+#include "ranks.hpp"
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/config.hpp>
@@ -158,22 +160,28 @@ int main(int argc, char** argv)
     std::fprintf(stderr, "tapeflow: %s%s\n%s", prefix, e.what(), suffix);
     return status;
   };
+  cli::mpi_scope const mpi(argc, argv);  // under mpirun: the ranks a decomposed run is cut over
   std::vector<std::string> const args(argv + 1, argv + argc);
+  int status = 0;
   try {
-    int const status = cli::dispatch(args);
+    status = cli::dispatch(args);
     std::fflush(stdout);
     return status;
   } catch (cli::usage_error const& e) {
-    return fail("", e, "(see 'tapeflow --help')\n", 2);
+    status = fail("", e, "(see 'tapeflow --help')\n", 2);
   } catch (logic_error const& e) {  // bad input reached the library
-    return fail("", e, "", 2);
+    status = fail("", e, "", 2);
   } catch (io_error const& e) {
-    return fail("", e, "", 2);
+    status = fail("", e, "", 2);
   } catch (unavailable_error const& e) {
-    return fail("not available: ", e, "", 2);
+    status = fail("not available: ", e, "", 2);
   } catch (budget_error const& e) {
-    return fail("", e, "", 2);
+    status = fail("", e, "", 2);
+  } catch (distributed_error const& e) {  // another rank failed: it says why
+    status = fail("", e, "", 2);
   } catch (std::exception const& e) {
-    return fail("failed: ", e, "", 1);
+    status = fail("failed: ", e, "", 1);
   }
+  mpi.abort_ranks(status);
+  return status;
 }

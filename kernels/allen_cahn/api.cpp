@@ -35,8 +35,12 @@ template <class T>
 chain_stats plan(problem const& p, options const& o)
 {
   validate(p, p.n * p.n);
-  std::size_t const layers = segmented(o) ? segment_plan_of<T>(p, o).segments : p.steps;
-  return plan_chain(sizeof(record<T>), records_for<T>(p.n * p.n), layers, p.n * p.n * sizeof(T), chain_options_of(o));
+  if (!segmented(o)) {
+    return plan_chain(sizeof(record<T>), records_for<T>(p.n * p.n), p.steps, p.n * p.n * sizeof(T), chain_options_of(o));
+  }
+  tapeflow::stencil::segment_plan const s = segment_plan_of<T>(p, o);
+  std::size_t const values = session_values<T>(p, o, s);
+  return plan_chain(sizeof(record<T>), records_for<T>(values), s.segments, values * sizeof(T), chain_options_of(o));
 }
 
 template <class T>

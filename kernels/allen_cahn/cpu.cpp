@@ -7,6 +7,7 @@
 #include "backends.hpp"
 #include "math.hpp"
 
+#include <tapeflow/workloads/common/slab_session.hpp>
 #include <tapeflow/workloads/common/state_chain.hpp>
 
 #include <tapeflow/cpu/reverse.hpp>
@@ -142,6 +143,12 @@ struct cpu_step {
 template <class T>
 std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
+  if (o.ranks) {
+    tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
+    auto step = tapeflow::stencil::make_cpu_segments(stencil<T>{coefficients_of<T>(p)}, grid_of<T>(p), plan, o.ranks);
+    return over_ranks<stencil<T>>(open_state_chain<T>(std::move(step), plan.segments, o, host_half_squares<T>{}),
+                                  grid_of<T>(p), plan, o.ranks);
+  }
   if (segmented(o)) {
     tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
     auto step = tapeflow::stencil::make_cpu_segments(stencil<T>{coefficients_of<T>(p)}, grid_of<T>(p), plan);

@@ -5,6 +5,7 @@
 #include "cuda_step.cuh"
 
 #include <tapeflow/workloads/common/device_loss.cuh>
+#include <tapeflow/workloads/common/slab_session.hpp>
 #include <tapeflow/workloads/common/state_chain.hpp>
 
 #include <tapeflow/stencil/device.cuh>
@@ -14,6 +15,13 @@ namespace tapeflow::workloads::allen_cahn::detail {
 template <class T>
 std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o)
 {
+  if (o.ranks) {
+    tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
+    auto step =
+      tapeflow::stencil::make_device_segments(stencil<T>{coefficients_of<T>(p)}, grid_of<T>(p), plan, o.ranks);
+    return over_ranks<stencil<T>>(open_state_chain<T>(std::move(step), plan.segments, o, device_half_squares<T>{}),
+                                  grid_of<T>(p), plan, o.ranks);
+  }
   if (segmented(o)) {
     tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
     auto step = tapeflow::stencil::make_device_segments(stencil<T>{coefficients_of<T>(p)}, grid_of<T>(p), plan);

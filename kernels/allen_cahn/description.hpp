@@ -27,6 +27,8 @@ struct description {
     "  G.bin    dL/du0: the same layout"};
   static constexpr precision precisions = precision::f32_f64;
   static constexpr tape_kind tape = tape_kind::chain;
+  /// Under mpirun, the grid is cut into slabs over the ranks (docs/distributed.md).
+  static constexpr bool decomposes = true;
   using problem = allen_cahn::problem;
   using options = allen_cahn::options;
   static constexpr auto fields = std::make_tuple(

@@ -12,6 +12,7 @@
 #include <tapeflow/config.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/stencil/segment.hpp>
+#include <tapeflow/stencil/slab.hpp>
 #include <tapeflow/stencil/stencil.hpp>
 
 namespace tapeflow::workloads::allen_cahn {
@@ -43,11 +44,13 @@ template <class T>
   return {p.n, p.n, 1, tapeflow::stencil::boundary::periodic, T(0)};
 }
 
-/// Whether the options ask for segments (o.segment != 1).
-[[nodiscard]] inline bool segmented(options const& o) noexcept { return o.segment != 1; }
+/// Whether the problem runs in stencil segments: the options ask for them (o.segment != 1), or for
+/// ranks, whose slabs run in segments (of o.segment steps).
+[[nodiscard]] inline bool segmented(options const& o) noexcept { return o.segment != 1 || o.ranks != nullptr; }
 
-/// The segments the problem runs in on o.kind: k as asked (0: the planner's). Throws logic_error
-/// for the partials tape content and for a k the device cannot hold.
+/// The segments the problem runs in on o.kind: k as asked (0: the planner's), of this rank's slab
+/// over o.ranks (collective). Throws logic_error for the partials tape content and for a k the
+/// device (or the thinnest slab) cannot hold.
 template <class T>
 [[nodiscard]] tapeflow::stencil::segment_plan segment_plan_of(problem const& p, options const& o)
 {
@@ -55,7 +58,19 @@ template <class T>
                    "segments tape the state itself: the partials tape content runs one step per layer (segment 1)");
   tapeflow::stencil::segment_request r;
   r.k = o.segment;
+  if (o.ranks) {
+    return tapeflow::stencil::plan_slab_segments<stencil<T>>(grid_of<T>(p), p.steps, query_device_limits(o.kind), r,
+                                                             *o.ranks);
+  }
   return tapeflow::stencil::plan_segments<stencil<T>>(grid_of<T>(p), p.steps, query_device_limits(o.kind), r);
+}
+
+/// Values of the state one session holds: the grid's, or this rank's padded slab's.
+template <class T>
+[[nodiscard]] std::size_t session_values(problem const& p, options const& o,
+                                         tapeflow::stencil::segment_plan const& plan)
+{
+  return o.ranks ? tapeflow::stencil::cut_for<stencil<T>>(grid_of<T>(p), plan, *o.ranks).padded : p.n * p.n;
 }
 
 }  // namespace tapeflow::workloads::allen_cahn

@@ -6,6 +6,7 @@
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/chain.hpp>
+#include <tapeflow/distributed/communicator.hpp>
 #include <tapeflow/plan.hpp>
 #include <tapeflow/policy.hpp>
 #include <tapeflow/stream.hpp>
@@ -13,6 +14,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace tapeflow::workloads {
@@ -45,6 +47,9 @@ struct run_options : base_options {
   /// a tape that does not fit (chain_options::step_costs, measure_steps).
   std::vector<step_cost> step_costs{};
   bool measure_steps{false};
+  /// The ranks a decomposed run is cut over (docs/distributed.md; the workloads that decompose say
+  /// so in their description); null: one process. Their chains plan collectively.
+  std::shared_ptr<distributed::communicator> ranks{};
 };
 
 /// The chain's share of a chain workload's options.
@@ -64,6 +69,7 @@ struct run_options : base_options {
   c.step_costs = o.step_costs;
   c.measure_steps = o.measure_steps;
   c.progress = o.progress;
+  c.collective = o.ranks;
   return c;
 }
 

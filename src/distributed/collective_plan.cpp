@@ -32,6 +32,11 @@ void agree_plan_inputs(distributed::communicator& comm, chain_options& options)
 {
   options.budget_bytes = least_budget(comm, options.budget_bytes);
   options.host_budget_bytes = least_budget(comm, options.host_budget_bytes);
+  // The cost model prices copies only when the tape may leave the device: without budgets, and
+  // without offload asked for, every rank keeps it all there, and nothing is measured.
+  bool const priced = options.budget_bytes != 0 || options.host_budget_bytes != 0 ||
+                      options.policy == tape_policy::offload || options.measure_steps;
+  if (!priced) { return; }
   if (options.bw.h2d_GBps <= 0 || options.bw.d2h_GBps <= 0 || options.bw.d2d_GBps <= 0) {
     options.bw = measure_bandwidths(options.kind);
   }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "../stencil/reference.hpp"
+#include "../stencil/slab_step.hpp"
 #include "../stencil/stencils.hpp"
 #include "../target.hpp"
 
@@ -24,11 +25,6 @@
 #include <tapeflow/memory.hpp>
 #include <tapeflow/record.hpp>
 #include <tapeflow/stencil/slab.hpp>
-#if defined(TAPEFLOW_TEST_ON_GPU)
-#include <tapeflow/stencil/device.cuh>
-#else
-#include <tapeflow/stencil/cpu.hpp>
-#endif
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -44,18 +40,6 @@ namespace {
 using namespace tapeflow::testing::stencils;
 namespace dist = tapeflow::distributed;
 using ac = allen_cahn_2d<float>;
-
-/// The Step of this rank's slab on the backend under test.
-template <class S>
-auto make_slab_segments(S const& s, st::grid<typename S::value_type> const& whole, st::segment_plan const& plan,
-                        std::shared_ptr<dist::communicator> comm)
-{
-#if defined(TAPEFLOW_TEST_ON_GPU)
-  return st::make_device_segments(s, whole, plan, std::move(comm));
-#else
-  return st::make_cpu_segments(s, whole, plan, std::move(comm));
-#endif
-}
 
 std::shared_ptr<dist::mpi_communicator> world(std::chrono::milliseconds timeout = std::chrono::seconds(60))
 {

@@ -13,6 +13,7 @@
 
 #include "../target.hpp"
 #include "reference.hpp"
+#include "slab_step.hpp"
 #include "stencils.hpp"
 
 #include <tapeflow/chain.hpp>
@@ -136,18 +137,6 @@ TEST(StencilSegments, TwoFieldsIn3dGiveTheBitsOfOneStepSegments)
   gray_scott_3d<float> const s{0.1f, 0.05f, 0.04f, 0.06f};
   check_every_length(s, st::grid<float>{9, 8, 10}, 4, {2, 3}, 0.0, 1.0);
   check_every_length(s, st::grid<float>{8, 11, 6, st::boundary::fixed, 0.0f}, 3, {3}, 0.0, 1.0);
-}
-
-/// The Step of a slab of `whole` on the backend under test (tapeflow/stencil/slab.hpp).
-template <class S>
-auto make_slab_segments(S const& s, st::grid<typename S::value_type> const& whole, st::segment_plan const& plan,
-                        std::shared_ptr<distributed::communicator> comm)
-{
-#if defined(TAPEFLOW_TEST_ON_GPU)
-  return st::make_device_segments(s, whole, plan, std::move(comm));
-#else
-  return st::make_cpu_segments(s, whole, plan, std::move(comm));
-#endif
 }
 
 /// One rank's slab (the whole grid, its ghost planes exchanged with itself) against the uncut grid.

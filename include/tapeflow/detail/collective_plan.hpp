@@ -17,7 +17,8 @@
 namespace tapeflow::detail {
 
 /// Collective: `options`' budgets replaced by their least over the ranks (0, "no limit", counts as
-/// the greatest), and its bandwidths, measured here when zero, by their least.
+/// the greatest), and, where the plan prices copies (a budget, offload, measured steps), its
+/// bandwidths, measured here when zero, by their least.
 void agree_plan_inputs(distributed::communicator& comm, chain_options& options);
 
 /// Collective: every step cost replaced by its greatest over the ranks (logic_error on every rank

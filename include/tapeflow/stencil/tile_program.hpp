@@ -170,6 +170,9 @@ struct tile_program {
       std::int64_t const c = along_cut(x, y, z);
       auto const n = static_cast<std::int64_t>(g.extent(dims - 1));
       if (c < 0 || c >= n) {
+        // Past the ghost planes lie only cells of a tile that reaches beyond the slab's face: no
+        // cell of the slab depends on them within the segment, and they are never written.
+        if (c < -static_cast<std::int64_t>(ghosts.depth) || c >= n + ghosts.depth) { return T(0); }
         // Within a plane, the cell's index along the uncut axes (wrapped where periodic).
         std::int64_t const px = dims == 1 ? 0 : (g.edge == boundary::periodic ? wrap(x, g.nx) : x);
         std::int64_t const py = dims == 3 ? (g.edge == boundary::periodic ? wrap(y, g.ny) : y) : 0;

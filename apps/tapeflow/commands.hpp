@@ -13,17 +13,9 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 namespace tapeflow::cli {
-
-/// Whether a workload's description says it runs cut over the ranks of an MPI run
-/// (`static constexpr bool decomposes = true;`).
-template <class D, class = void>
-struct decomposes : std::false_type {};
-template <class D>
-struct decomposes<D, std::void_t<decltype(D::decomposes)>> : std::bool_constant<D::decomposes> {};
 
 template <class D>
 class commands {
@@ -53,7 +45,7 @@ class commands {
  private:
   static options options_of(parsed_args const& args)
   {
-    if (launched_ranks() && launched_ranks()->size() > 1 && !decomposes<D>::value) {
+    if (launched_ranks() && launched_ranks()->size() > 1 && !described::decomposes) {
       throw usage_error(std::string{D::text.name} + " does not run cut over MPI ranks; run it as one process "
                         "(allen-cahn does: docs/distributed.md)");
     }

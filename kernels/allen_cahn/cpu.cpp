@@ -143,16 +143,13 @@ struct cpu_step {
 template <class T>
 std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
-  if (o.ranks) {
-    tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
-    auto step = tapeflow::stencil::make_cpu_segments(stencil<T>{coefficients_of<T>(p)}, grid_of<T>(p), plan, o.ranks);
-    return over_ranks<stencil<T>>(open_state_chain<T>(std::move(step), plan.segments, o, host_half_squares<T>{}),
-                                  grid_of<T>(p), plan, o.ranks);
-  }
   if (segmented(o)) {
     tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
-    auto step = tapeflow::stencil::make_cpu_segments(stencil<T>{coefficients_of<T>(p)}, grid_of<T>(p), plan);
-    return open_state_chain<T>(std::move(step), plan.segments, o, host_half_squares<T>{});
+    stencil<T> const s{coefficients_of<T>(p)};
+    auto step = o.ranks ? tapeflow::stencil::make_cpu_segments(s, grid_of<T>(p), plan, o.ranks)
+                        : tapeflow::stencil::make_cpu_segments(s, grid_of<T>(p), plan);
+    return on_ranks<stencil<T>>(open_state_chain<T>(std::move(step), plan.segments, o, host_half_squares<T>{}),
+                                grid_of<T>(p), plan, o.ranks);
   }
   auto staging = std::make_shared<cpu::ring_stats>();
   cpu_step<T> step{p.n, coefficients_of<T>(p), staging, o.content};

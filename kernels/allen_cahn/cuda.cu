@@ -15,17 +15,13 @@ namespace tapeflow::workloads::allen_cahn::detail {
 template <class T>
 std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o)
 {
-  if (o.ranks) {
-    tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
-    auto step =
-      tapeflow::stencil::make_device_segments(stencil<T>{coefficients_of<T>(p)}, grid_of<T>(p), plan, o.ranks);
-    return over_ranks<stencil<T>>(open_state_chain<T>(std::move(step), plan.segments, o, device_half_squares<T>{}),
-                                  grid_of<T>(p), plan, o.ranks);
-  }
   if (segmented(o)) {
     tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
-    auto step = tapeflow::stencil::make_device_segments(stencil<T>{coefficients_of<T>(p)}, grid_of<T>(p), plan);
-    return open_state_chain<T>(std::move(step), plan.segments, o, device_half_squares<T>{});
+    stencil<T> const s{coefficients_of<T>(p)};
+    auto step = o.ranks ? tapeflow::stencil::make_device_segments(s, grid_of<T>(p), plan, o.ranks)
+                        : tapeflow::stencil::make_device_segments(s, grid_of<T>(p), plan);
+    return on_ranks<stencil<T>>(open_state_chain<T>(std::move(step), plan.segments, o, device_half_squares<T>{}),
+                                grid_of<T>(p), plan, o.ranks);
   }
   int const sms = query_device_limits(gpu_backend).multiprocessors;
   return open_state_chain<T>(cuda_step<T>{p.n, coefficients_of<T>(p), sms, o.content}, p.steps, o,

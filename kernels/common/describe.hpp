@@ -27,6 +27,7 @@
 //
 // and optionally:
 //   static constexpr bool gpu = false;       no GPU kernels yet: its GPU tests and suites are not made
+//   static constexpr bool decomposes = true; runs cut over MPI ranks (docs/distributed.md)
 //   static std::vector<cli::flag_spec> option_flags();          the workload's own options
 //   static void read_options(cli::parsed_args const&, options&);
 //   static std::string variant_of(options const&);
@@ -228,6 +229,7 @@ void read_field(cli::parsed_args const& args, field_info const& f, std::vector<s
   template <class D>                                                   \
   struct trait<D, std::void_t<decltype(expression)>> : std::true_type {}
 TAPEFLOW_DESCRIPTION_HAS(has_gpu, D::gpu);
+TAPEFLOW_DESCRIPTION_HAS(has_decomposes, D::decomposes);
 TAPEFLOW_DESCRIPTION_HAS(has_option_flags, D::option_flags());
 TAPEFLOW_DESCRIPTION_HAS(has_read_options,
                          D::read_options(std::declval<cli::parsed_args const&>(), std::declval<typename D::options&>()));
@@ -257,6 +259,15 @@ struct described {
       return D::gpu;
     } else {
       return true;
+    }
+  }();
+
+  /// Whether D runs cut over the ranks of an MPI run (a description says `decomposes = true`).
+  static constexpr bool decomposes = [] {
+    if constexpr (detail::has_decomposes<D>::value) {
+      return D::decomposes;
+    } else {
+      return false;
     }
   }();
 

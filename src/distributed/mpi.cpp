@@ -28,6 +28,17 @@ std::string mpi_error_text(int status)
   return std::string(text, static_cast<std::size_t>(length));
 }
 
+/// Gives back requests that will never complete: receives are cancelled, sends freed (MPI completes
+/// them if it can). A nonblocking collective can be neither: the run has to end.
+void give_back(std::vector<MPI_Request>& requests) noexcept
+{
+  for (MPI_Request& r : requests) {
+    if (r == MPI_REQUEST_NULL) { continue; }
+    MPI_Cancel(&r);
+    MPI_Request_free(&r);
+  }
+}
+
 int as_count(std::size_t bytes)
 {
   TAPEFLOW_EXPECTS(bytes <= static_cast<std::size_t>(INT_MAX),
@@ -92,13 +103,7 @@ void mpi_communicator::fail(std::string const& what, int failed_rank, std::vecto
 {
   broken_ = true;
   broken_because_ = what;
-  // What will never complete is given back: receives are cancelled, sends freed (MPI completes
-  // them if it can). A nonblocking collective can be neither: the run has to end.
-  for (MPI_Request& r : pending) {
-    if (r == MPI_REQUEST_NULL) { continue; }
-    MPI_Cancel(&r);
-    MPI_Request_free(&r);
-  }
+  give_back(pending);
   throw distributed_error(tapeflow::detail::where(__FILE__, __LINE__) + "rank " + std::to_string(rank_) + ": " + what,
                           failed_rank);
 }
@@ -169,12 +174,7 @@ void mpi_communicator::exchange(std::vector<outgoing> const& sends, std::vector<
             "MPI_Isend");
     }
   } catch (...) {
-    for (MPI_Request& r : requests) {
-      if (r != MPI_REQUEST_NULL) {
-        MPI_Cancel(&r);
-        MPI_Request_free(&r);
-      }
-    }
+    give_back(requests);
     throw;
   }
   wait(requests, "a halo exchange");

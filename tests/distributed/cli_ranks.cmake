@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 # `mpirun -np 3 tapeflow run allen-cahn ...` gives the one-process gradient's bits, in segments and in
-# one-step slabs, and a workload that does not decompose is refused under mpirun (exit status 2).
+# one-step slabs; a workload that does not decompose, and bench, are refused under mpirun (exit 2).
 # Run by CTest (cli_ranks, label mpi) with -DCLI=<tapeflow> -DMPIEXEC=<mpiexec> -DFLAGS=<flags;...>
 # -DWORK=<scratch folder>.
 file(REMOVE_RECURSE "${WORK}")
@@ -33,4 +33,9 @@ execute_process(COMMAND "${MPIEXEC}" -n 2 ${FLAGS} "${CLI}" run lbm --nx 8 --ny 
 if(rc EQUAL 0 OR NOT err MATCHES "does not run cut over MPI ranks")
   message(FATAL_ERROR "lbm under mpirun was not refused (exit ${rc}):\n${err}")
 endif()
-message(STATUS "3 ranks gave the one-process gradient's bits; lbm was refused")
+execute_process(COMMAND "${MPIEXEC}" -n 2 ${FLAGS} "${CLI}" bench allen-cahn --n 16 --steps 2
+                WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+if(rc EQUAL 0 OR NOT err MATCHES "bench times one process")
+  message(FATAL_ERROR "bench under mpirun was not refused (exit ${rc}):\n${err}")
+endif()
+message(STATUS "3 ranks gave the one-process gradient's bits; lbm and bench were refused")

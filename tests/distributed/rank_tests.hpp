@@ -64,6 +64,10 @@ TEST(Communicator, GathersInRankOrderAndSumsInRankOrder)
   double expected = 0;
   for (int r = 0; r < p; ++r) { expected += r == 0 ? 1e16 : 1.0; }
   EXPECT_EQ(dist::sum_in_rank_order(*comm, mine), expected);
+  if (p > 1) {
+    std::vector<double> uneven(std::size_t(comm->rank()), 1.0);  // rank r holds r values
+    EXPECT_THROW(dist::max_over_ranks(*comm, uneven), logic_error) << "lists of different lengths, on every rank";
+  }
 }
 
 TEST(Communicator, ExchangesAroundARing)
@@ -78,6 +82,7 @@ TEST(Communicator, ExchangesAroundARing)
   EXPECT_EQ(from_prev[0], double(prev));
   EXPECT_EQ(from_prev[1], -1.0 * prev);
   EXPECT_THROW(comm->exchange({{p, 0, mine.data(), 8}}, {}), logic_error) << "a rank past the last";
+  EXPECT_THROW(dist::mpi_communicator(MPI_COMM_WORLD, std::chrono::milliseconds(0)), logic_error) << "no timeout";
   EXPECT_THROW(comm->exchange({{next, 32767, mine.data(), 8}}, {}), logic_error) << "the failure tag";
 }
 

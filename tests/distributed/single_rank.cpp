@@ -3,6 +3,8 @@
 // communicator, how a grid is cut into slabs, and the schedule fingerprint the ranks compare. A
 // one-rank slab on each backend is in tests/stencil/segment_tests.hpp; the runs over several ranks
 // are tests/distributed/rank_tests.hpp, under mpiexec.
+#include "../stencil/stencils.hpp"
+
 #include <tapeflow/chain.hpp>
 #include <tapeflow/chain_options.hpp>
 #include <tapeflow/detail/collective_plan.hpp>
@@ -88,6 +90,23 @@ TEST(Slab, AGhostExchangeRefusesASlabThinnerThanItsDepth)
   st::ghost_exchange<float> ok(one, st::slab::of(4, 1, 0), g, 2, 1, 4);
   std::vector<float> state(32, 1.0f);
   EXPECT_THROW(static_cast<void>(ok.fill(state.data(), 5)), logic_error) << "deeper than it was made for";
+  EXPECT_THROW(st::ghost_exchange<float>(one, st::slab::of(8, 2, 0), g, 2, 1, 1), logic_error)
+    << "a slab of 2 ranks on a communicator of 1";
+}
+
+TEST(Slab, ThePlannerKeepsSegmentsWithinTheThinnestSlab)
+{
+  using burgers = tapeflow::testing::stencils::burgers_1d<float>;  // one step reads 2 cells past a face
+  st::grid<float> const g{64};
+  device_limits const cpu = query_device_limits(backend::cpu);
+  st::segment_request request;
+  request.max_halo = -1;
+  EXPECT_THROW(static_cast<void>(st::plan_segments<burgers>(g, 8, cpu, request)), logic_error) << "a negative limit";
+  request.max_halo = 1;
+  EXPECT_THROW(static_cast<void>(st::plan_segments<burgers>(g, 8, cpu, request)), logic_error) << "no step fits";
+  request.max_halo = 6;
+  st::segment_plan const p = st::plan_segments<burgers>(g, 8, cpu, request);
+  EXPECT_LE(st::deepest_halo(st::segment_shape{p.k, st::reach::of<burgers>()}), 6);
 }
 
 TEST(OneSchedule, TheFingerprintTellsSchedulesApart)

@@ -112,15 +112,7 @@ void chain<Step, Valid>::reverse(device_buffer& adjoint, stream_view stream)
 template <class Step, bool Valid>
 void chain<Step, Valid>::announce_failure() const noexcept
 {
-  if (!options_.collective) { return; }
-  try {
-    throw;
-  } catch (distributed_error const&) {
-  } catch (std::exception const& e) {
-    options_.collective->announce_failure(e.what());
-  } catch (...) {
-    options_.collective->announce_failure("an exception that is not a std::exception");
-  }
+  if (options_.collective) { distributed::announce_current_exception(*options_.collective); }
 }
 
 /// A collective chain's call ends on every rank or on none: the ranks meet once more, and a rank

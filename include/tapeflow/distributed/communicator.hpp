@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -108,21 +109,30 @@ void max_over_ranks(communicator& comm, std::vector<double>& values);
 /// `fingerprint`; the message names `what` and the ranks that differ from rank 0.
 void require_same(communicator& comm, std::uint64_t fingerprint, std::string const& what);
 
+/// Inside a catch block: announces the exception being handled to every other rank (whose waits
+/// then raise distributed_error naming this one), unless it is a distributed_error, which the
+/// ranks know of already.
+inline void announce_current_exception(communicator& comm) noexcept
+{
+  try {
+    throw;
+  } catch (distributed_error const&) {
+  } catch (std::exception const& e) {
+    comm.announce_failure(e.what());
+  } catch (...) {
+    comm.announce_failure("an exception that is not a std::exception");
+  }
+}
+
 /// Runs `work()` as one rank of a collective piece of work: if it throws, the failure is
-/// announced to every other rank (whose waits then raise distributed_error naming this one)
-/// and rethrown here.
+/// announced to every other rank and rethrown here.
 template <class Work>
 decltype(auto) collectively(communicator& comm, Work&& work)
 {
   try {
     return std::forward<Work>(work)();
-  } catch (distributed_error const&) {
-    throw;  // the ranks already know
-  } catch (std::exception const& e) {
-    comm.announce_failure(e.what());
-    throw;
   } catch (...) {
-    comm.announce_failure("an exception that is not a std::exception");
+    announce_current_exception(comm);
     throw;
   }
 }

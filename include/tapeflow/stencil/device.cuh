@@ -120,7 +120,7 @@ class device_ghosts {
     std::size_t const run = static_cast<std::size_t>(depth) * exchange_.plane();
     std::size_t const extent = exchange_.where().extent;
     auto* const faces = static_cast<T*>(faces_.data());
-    for (int f = 0; f < fields(); ++f) {
+    for (int f = 0; f < exchange_.fields(); ++f) {
       T const* const field = state + static_cast<std::size_t>(f) * exchange_.field_values();
       T const* const last = field + (extent - static_cast<std::size_t>(depth)) * exchange_.plane();
       TAPEFLOW_CUDA_TRY(cudaMemcpyAsync(faces + exchange_.offset(f, 0, depth), field, run * sizeof(T),
@@ -137,11 +137,6 @@ class device_ghosts {
   }
 
  private:
-  [[nodiscard]] int fields() const noexcept
-  {
-    return static_cast<int>(exchange_.values(1) / (2 * exchange_.plane()));
-  }
-
   ghost_exchange<T> exchange_;
   pinned_buffer faces_;
   std::size_t capacity_;

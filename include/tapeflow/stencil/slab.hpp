@@ -127,7 +127,7 @@ class ghost_exchange {
                      "a segment reads " + std::to_string(depth) + " planes beyond a slab's faces, but the thinnest of " +
                        std::to_string(s.ranks) + " slabs holds " + std::to_string(s.thinnest()) +
                        ": ask for shorter segments or fewer ranks");
-    planes_.resize(static_cast<std::size_t>(fields) * 2 * static_cast<std::size_t>(depth) * plane_);
+    planes_.resize(values(depth));
   }
 
   [[nodiscard]] slab const& where() const noexcept { return slab_; }
@@ -170,8 +170,9 @@ class ghost_exchange {
     return ((static_cast<std::size_t>(f) * 2 + static_cast<std::size_t>(side)) * static_cast<std::size_t>(depth)) *
            plane_;
   }
-  /// Values of one plane, and of the slab's planes of one field.
+  /// Values of one plane, and of the slab's planes of one field; fields of the state.
   [[nodiscard]] std::size_t plane() const noexcept { return plane_; }
+  [[nodiscard]] int fields() const noexcept { return fields_; }
   [[nodiscard]] std::size_t field_values() const noexcept { return cells_; }
 
  private:

@@ -24,13 +24,10 @@ struct problem {
   double eps2{1.0};
 };
 
-struct options : run_options {
-  /// What the tape holds per cell: u (values) or the reaction's partial derivative by duals.
+struct options : stencil_options {
+  /// What the tape holds per cell: u (values) or the reaction's partial derivative by duals. The
+  /// segments (stencil_options::segment other than 1) tape values.
   tape_content content{tape_content::values};
-  /// Steps per segment (docs/stencils.md): 1 runs one step per layer with the one-step kernels;
-  /// K > 1 runs segments of K steps (a layer is the checkpoint u_{jK}; the reverse recomputes the
-  /// segment on chip); 0 lets the segment planner pick K. Segments tape values.
-  int segment{1};
 };
 
 /// dL/du_0 (row-major), L, the chain's stats and the peak device bytes.

@@ -38,9 +38,7 @@ chain_stats plan(problem const& p, options const& o)
   if (!segmented(o)) {
     return plan_chain(sizeof(record<T>), records_for<T>(p.n * p.n), p.steps, p.n * p.n * sizeof(T), chain_options_of(o));
   }
-  tapeflow::stencil::segment_plan const s = segment_plan_of<T>(p, o);
-  std::size_t const values = session_values<T>(p, o, s);
-  return plan_chain(sizeof(record<T>), records_for<T>(values), s.segments, values * sizeof(T), chain_options_of(o));
+  return plan_stencil_chain<stencil<T>>(grid_of<T>(p), segment_plan_of<T>(p, o), o);
 }
 
 template <class T>

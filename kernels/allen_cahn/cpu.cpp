@@ -7,7 +7,6 @@
 #include "backends.hpp"
 #include "math.hpp"
 
-#include <tapeflow/workloads/common/slab_session.hpp>
 #include <tapeflow/workloads/common/state_chain.hpp>
 
 #include <tapeflow/cpu/reverse.hpp>
@@ -144,12 +143,10 @@ template <class T>
 std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
   if (segmented(o)) {
+    tapeflow::stencil::grid<T> const g = grid_of<T>(p);
     tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
-    stencil<T> const s{coefficients_of<T>(p)};
-    auto step = o.ranks ? tapeflow::stencil::make_cpu_segments(s, grid_of<T>(p), plan, o.ranks)
-                        : tapeflow::stencil::make_cpu_segments(s, grid_of<T>(p), plan);
-    return on_ranks<stencil<T>>(open_state_chain<T>(std::move(step), plan.segments, o, host_half_squares<T>{}),
-                                grid_of<T>(p), plan, o.ranks);
+    auto step = tapeflow::stencil::make_cpu_segments(stencil<T>{coefficients_of<T>(p)}, g, plan, o.ranks);
+    return open_stencil_chain<stencil<T>>(std::move(step), g, plan, o, host_half_squares<T>{});
   }
   auto staging = std::make_shared<cpu::ring_stats>();
   cpu_step<T> step{p.n, coefficients_of<T>(p), staging, o.content};

@@ -5,7 +5,6 @@
 #include "cuda_step.cuh"
 
 #include <tapeflow/workloads/common/device_loss.cuh>
-#include <tapeflow/workloads/common/slab_session.hpp>
 #include <tapeflow/workloads/common/state_chain.hpp>
 
 #include <tapeflow/stencil/device.cuh>
@@ -16,12 +15,10 @@ template <class T>
 std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o)
 {
   if (segmented(o)) {
+    tapeflow::stencil::grid<T> const g = grid_of<T>(p);
     tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
-    stencil<T> const s{coefficients_of<T>(p)};
-    auto step = o.ranks ? tapeflow::stencil::make_device_segments(s, grid_of<T>(p), plan, o.ranks)
-                        : tapeflow::stencil::make_device_segments(s, grid_of<T>(p), plan);
-    return on_ranks<stencil<T>>(open_state_chain<T>(std::move(step), plan.segments, o, device_half_squares<T>{}),
-                                grid_of<T>(p), plan, o.ranks);
+    auto step = tapeflow::stencil::make_device_segments(stencil<T>{coefficients_of<T>(p)}, g, plan, o.ranks);
+    return open_stencil_chain<stencil<T>>(std::move(step), g, plan, o, device_half_squares<T>{});
   }
   int const sms = query_device_limits(gpu_backend).multiprocessors;
   return open_state_chain<T>(cuda_step<T>{p.n, coefficients_of<T>(p), sms, o.content}, p.steps, o,

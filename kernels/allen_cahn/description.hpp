@@ -39,9 +39,7 @@ struct description {
   {
     return {{"tape", "values|partials",
              "what the tape holds per cell: u, or r'(u) by forward-mode duals (default values)"},
-            {"segment", "K|auto",
-             "steps per segment: 1 (default) one step per layer; K > 1 keeps every K-th state and\n"
-             "recomputes each segment on chip in the reverse; auto lets the planner pick K (docs/stencils.md)"}};
+            segment_flag()};
   }
   static void read_options(cli::parsed_args const& args, options& o)
   {
@@ -50,12 +48,7 @@ struct description {
       throw cli::usage_error("--tape must be values or partials, got '" + taped + "'");
     }
     o.content = taped == "values" ? tape_content::values : tape_content::partials;
-    std::string const segment = args.text("segment", "1");
-    if (segment == "auto") {
-      o.segment = 0;
-    } else {
-      o.segment = static_cast<int>(cli::count_of(args, "segment", 1, tapeflow::stencil::max_segment_steps, 1));
-    }
+    o.segment = segment_of(args);
     if (o.segment != 1 && o.content == tape_content::partials) {
       throw cli::usage_error("--segment needs --tape values: a segment's layer is the state itself");
     }
@@ -67,8 +60,7 @@ struct description {
   static std::string variant_of(options const& o)
   {
     if (o.content == tape_content::partials) { return "partials"; }
-    if (o.segment == 0) { return "segment-auto"; }
-    return o.segment > 1 ? "segment" + std::to_string(o.segment) : "";
+    return segment_variant(o.segment);
   }
 
   static std::vector<array_spec> inputs(problem const& p) { return {{"u0", p.n * p.n}}; }
@@ -88,16 +80,10 @@ struct description {
     return r;
   }
 
-  /// The least traffic of a taped gradient: the tape written and read once, and each step's state
-  /// read and written once in the forward and once in the reverse. In segments, what their plan
-  /// counts: the states a step moves, halos included (docs/stencils.md).
+  /// The least traffic of its gradient (stencil_bench_bytes).
   static double bench_bytes(problem const& p, tape_report const& r, std::size_t value_bytes)
   {
-    double const state = static_cast<double>(p.n * p.n * value_bytes);
-    for (auto const& [name, value] : r.facts) {
-      if (name == "states_moved_per_step") { return value * state * static_cast<double>(p.steps); }
-    }
-    return 2.0 * static_cast<double>(r.tape_bytes) + 4.0 * state * static_cast<double>(p.steps);
+    return stencil_bench_bytes(r, static_cast<double>(p.n * p.n * value_bytes), p.steps);
   }
   static std::vector<bench_suite<description>> bench_suites();
   static problem test_problem() { return {24, 7}; }

@@ -2,7 +2,7 @@
 // Allen–Cahn as a tapeflow stencil (tapeflow/stencil/stencil.hpp): the per-cell math of math.hpp,
 // handed to the library with its taps, so that its segments (k steps per launch, the reverse of k
 // steps on chip) are the library's. The gather-form adjoint is math.hpp's adjoint_cell. A problem
-// runs in segments when its options ask for them (options::segment).
+// runs in segments when its options ask for them (stencil_options::segment, or ranks).
 #pragma once
 
 #include "allen_cahn.hpp"
@@ -12,8 +12,8 @@
 #include <tapeflow/config.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/stencil/segment.hpp>
-#include <tapeflow/stencil/slab.hpp>
 #include <tapeflow/stencil/stencil.hpp>
+#include <tapeflow/workloads/common/stencil_workload.hpp>
 
 namespace tapeflow::workloads::allen_cahn {
 
@@ -44,33 +44,15 @@ template <class T>
   return {p.n, p.n, 1, tapeflow::stencil::boundary::periodic, T(0)};
 }
 
-/// Whether the problem runs in stencil segments: the options ask for them (o.segment != 1), or for
-/// ranks, whose slabs run in segments (of o.segment steps).
-[[nodiscard]] inline bool segmented(options const& o) noexcept { return o.segment != 1 || o.ranks != nullptr; }
-
-/// The segments the problem runs in on o.kind: k as asked (0: the planner's), of this rank's slab
-/// over o.ranks (collective). Throws logic_error for the partials tape content and for a k the
-/// device (or the thinnest slab) cannot hold.
+/// The segments the problem runs in on o.kind (stencil_segments: k as asked, of this rank's slab
+/// over o.ranks). Throws logic_error for the partials tape content and for a k the device (or the
+/// thinnest slab) cannot hold.
 template <class T>
 [[nodiscard]] tapeflow::stencil::segment_plan segment_plan_of(problem const& p, options const& o)
 {
   TAPEFLOW_EXPECTS(o.content == tape_content::values,
                    "segments tape the state itself: the partials tape content runs one step per layer (segment 1)");
-  tapeflow::stencil::segment_request r;
-  r.k = o.segment;
-  if (o.ranks) {
-    return tapeflow::stencil::plan_slab_segments<stencil<T>>(grid_of<T>(p), p.steps, query_device_limits(o.kind), r,
-                                                             *o.ranks);
-  }
-  return tapeflow::stencil::plan_segments<stencil<T>>(grid_of<T>(p), p.steps, query_device_limits(o.kind), r);
-}
-
-/// Values of the state one session holds: the grid's, or this rank's padded slab's.
-template <class T>
-[[nodiscard]] std::size_t session_values(problem const& p, options const& o,
-                                         tapeflow::stencil::segment_plan const& plan)
-{
-  return o.ranks ? tapeflow::stencil::cut_for<stencil<T>>(grid_of<T>(p), plan, *o.ranks).padded : p.n * p.n;
+  return stencil_segments<stencil<T>>(grid_of<T>(p), p.steps, o);
 }
 
 }  // namespace tapeflow::workloads::allen_cahn

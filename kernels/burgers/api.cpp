@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "burgers.hpp"
+#include "backends.hpp"
 #include "math.hpp"
+#include "stencil.hpp"
 
 #include <tapeflow/error.hpp>
 #include <tapeflow/nvtx.hpp>
@@ -11,11 +13,6 @@
 #include <string>
 
 namespace tapeflow::workloads::burgers {
-
-namespace detail {
-template <class T>
-std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o);
-}  // namespace detail
 
 void validate(problem const& p, std::size_t values)
 {
@@ -30,29 +27,20 @@ void validate(problem const& p, std::size_t values)
                                     std::to_string(p.n) + " cells need " + std::to_string(p.n));
 }
 
-namespace {
-void check_backend(backend kind)
-{
-  if (kind == backend::cpu) { return; }
-  TAPEFLOW_FAIL(unavailable_error, "the Burgers workload runs on the CPU backend only: its GPU reverse needs the "
-                                   "device tile pipeline to stage halos (docs/guide.md, Stencils); asked for " +
-                                     std::string{to_string(kind)});
-}
-}  // namespace
-
 template <class T>
 std::unique_ptr<session<T>> open(problem const& p, options const& o)
 {
   validate(p, p.n);
-  check_backend(o.kind);
-  return detail::open_cpu<T>(p, o);
+  return on_backend(
+    o.kind, "the Burgers workload", [&] { return detail::open_cpu<T>(p, o); },
+    [&](auto) { return detail::open_gpu<T>(p, o); });
 }
 
 template <class T>
 chain_stats plan(problem const& p, options const& o)
 {
   validate(p, p.n);
-  check_backend(o.kind);
+  if (on_stencil_library(o)) { return plan_stencil_chain<stencil<T>>(grid_of<T>(p), segment_plan_of<T>(p, o), o); }
   chain_options c = chain_options_of(o);
   c.pipeline.halo_records = std::max(c.pipeline.halo_records, halo_records);  // as the chain does for the step
   return plan_chain(sizeof(record<T>), records_for<T>(p.n), p.steps, p.n * sizeof(T), c);

@@ -29,7 +29,9 @@ struct problem {
   double b{0.2};          ///< diffusion number nu dt / dx^2; the explicit scheme needs b <= 1/2
 };
 
-struct options : run_options {};
+/// The chain's options and the steps per segment (stencil_options::segment: 1, one step per
+/// layer; K > 1, segments of K steps recomputed on chip in the reverse; 0, the planner's K).
+struct options : stencil_options {};
 
 template <class T>
 using gradient_result = state_gradient<T>;
@@ -44,11 +46,12 @@ using workloads::primal;
 void validate(problem const& p, std::size_t values);
 
 /// A session of this problem on `o.kind`: its input is u_0 (n values), its gradient dL/du_0.
-/// Throws what validate() throws, and unavailable_error for a GPU backend.
+/// Throws what validate() throws, logic_error for a segment length the device cannot hold, and
+/// unavailable_error for a backend without kernels in this build.
 template <class T>
 [[nodiscard]] std::unique_ptr<session<T>> open(problem const& p, options const& o);
 
-/// What gradient() will do (policy, tape size, tiling and halo), without running it.
+/// What gradient() will do (policy, tape size, tiling and halo, or segments), without running it.
 template <class T>
 [[nodiscard]] chain_stats plan(problem const& p, options const& o);
 

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Burgers on the CPU backend: the forward over the CPU's threads, the reverse through
 // cpu::reverse_windows — each tile with its halo of one record on each side (read in place, or
-// staged by the ring with the halo when the plan asks for it).
-#include "burgers.hpp"
+// staged by the ring with the halo when the plan asks for it). In segments, or over ranks, the
+// stencil library's CPU segments (stencil.hpp).
+#include "backends.hpp"
 #include "math.hpp"
 
 #include <tapeflow/workloads/common/state_chain.hpp>
 
 #include <tapeflow/cpu/reverse.hpp>
 #include <tapeflow/cpu/thread_pool.hpp>
+#include <tapeflow/stencil/cpu.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/nvtx.hpp>
 
@@ -59,14 +61,14 @@ struct cpu_step {
 };
 
 template <class T>
-coefficients<T> coefficients_of(problem const& p) noexcept
-{
-  return {static_cast<T>(p.a), static_cast<T>(p.b)};
-}
-
-template <class T>
 std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
+  if (segmented(o)) {
+    tapeflow::stencil::grid<T> const g = grid_of<T>(p);
+    tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
+    auto step = tapeflow::stencil::make_cpu_segments(stencil<T>{coefficients_of<T>(p)}, g, plan, o.ranks);
+    return open_stencil_chain<stencil<T>>(std::move(step), g, plan, o, host_half_squares<T>{});
+  }
   auto staging = std::make_shared<cpu::ring_stats>();
   cpu_step<T> step{p.n, coefficients_of<T>(p), staging};
   return open_state_chain<T>(std::move(step), p.steps, o, host_half_squares<T>{}, std::move(staging));

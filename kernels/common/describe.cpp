@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "describe.hpp"
 
+#include <tapeflow/stencil/segment.hpp>
+
 #include <cstdio>
 #include <numeric>
 #include <stdexcept>
@@ -76,6 +78,33 @@ void read_field(cli::parsed_args const& args, field_info const& f, std::vector<s
 }
 
 }  // namespace detail
+
+cli::flag_spec segment_flag()
+{
+  return {"segment", "K|auto",
+          "steps per segment: 1 (default) one step per layer; K > 1 keeps every K-th state and\n"
+          "recomputes each segment on chip in the reverse; auto lets the planner pick K (docs/stencils.md)"};
+}
+
+int segment_of(cli::parsed_args const& args)
+{
+  if (args.text("segment", "1") == "auto") { return 0; }
+  return static_cast<int>(cli::count_of(args, "segment", 1, tapeflow::stencil::max_segment_steps, 1));
+}
+
+std::string segment_variant(int segment)
+{
+  if (segment == 0) { return "segment-auto"; }
+  return segment > 1 ? "segment" + std::to_string(segment) : "";
+}
+
+double stencil_bench_bytes(tape_report const& r, double state_bytes, std::size_t steps)
+{
+  for (auto const& [name, value] : r.facts) {
+    if (name == "states_moved_per_step") { return value * state_bytes * static_cast<double>(steps); }
+  }
+  return 2.0 * static_cast<double>(r.tape_bytes) + 4.0 * state_bytes * static_cast<double>(steps);
+}
 
 std::size_t total_values(std::vector<array_spec> const& parts) noexcept
 {

@@ -196,6 +196,22 @@ template <class T>
   return {arrays.begin(), arrays.end()};
 }
 
+/// The --segment flag of a workload whose step is a stencil (stencil_options::segment).
+[[nodiscard]] cli::flag_spec segment_flag();
+/// The steps per segment --segment K|auto asks for (1 when absent, 0 for auto). Throws
+/// cli::usage_error for anything but auto or 1 to stencil::max_segment_steps.
+[[nodiscard]] int segment_of(cli::parsed_args const& args);
+
+/// What a stencil workload's segment length adds to its benchmark row's variant: "" for one step
+/// per layer, "segment-auto", "segment4".
+[[nodiscard]] std::string segment_variant(int segment);
+
+/// The least bytes a stencil workload's gradient of `steps` steps over a state of `state_bytes`
+/// moves: in segments, what their plan counts (the report's states_moved_per_step, halos
+/// included: docs/stencils.md); one step per layer, the tape written and read once and each step's
+/// state read and written once in the forward and once in the reverse.
+[[nodiscard]] double stencil_bench_bytes(tape_report const& r, double state_bytes, std::size_t steps);
+
 /// Calls f(T{}) with T = float or double as `dtype` ("f32" or "f64") says.
 template <class F>
 decltype(auto) with_precision(std::string const& dtype, F&& f)

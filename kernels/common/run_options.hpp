@@ -52,6 +52,16 @@ struct run_options : base_options {
   std::shared_ptr<distributed::communicator> ranks{};
 };
 
+/// The options of a workload whose step is a stencil: the chain's, and how many steps a segment
+/// holds.
+struct stencil_options : run_options {
+  /// Steps per segment (docs/stencils.md): 1 runs one step per layer; K > 1 runs segments of K
+  /// steps (a layer is the checkpoint u_{jK}; the reverse recomputes the segment on chip); 0 lets
+  /// the segment planner pick K. Segments tape the state's values
+  /// (kernels/common/stencil_workload.hpp).
+  int segment{1};
+};
+
 /// The chain's share of a chain workload's options.
 [[nodiscard]] inline chain_options chain_options_of(run_options const& o)
 {

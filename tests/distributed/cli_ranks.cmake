@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# `mpirun -np 3 tapeflow run allen-cahn ...` gives the one-process gradient's bits, in segments and in
-# one-step slabs; a workload that does not decompose, and bench, are refused under mpirun (exit 2).
+# `mpirun -np 3 tapeflow run allen-cahn ...` (and 2 ranks of burgers) gives the one-process
+# gradient's bits, in segments and in one-step slabs; a workload that does not decompose, and bench, are refused under mpirun (exit 2).
 # Run by CTest (cli_ranks, label mpi) with -DCLI=<tapeflow> -DMPIEXEC=<mpiexec> -DFLAGS=<flags;...>
 # -DWORK=<scratch folder>.
 file(REMOVE_RECURSE "${WORK}")
@@ -13,19 +13,27 @@ function(run_or_fail)
   endif()
 endfunction()
 
-run_or_fail("${CLI}" init allen-cahn --n 48 --out u0.bin --seed 5)
-foreach(segment 1 3)
-  set(problem allen-cahn --n 48 --steps 9 --segment ${segment} --input u0.bin)
-  run_or_fail("${CLI}" run ${problem} --grad-out one.bin)
-  run_or_fail("${MPIEXEC}" -n 3 ${FLAGS} "${CLI}" run ${problem} --grad-out ranks.bin --json ranks.json)
+# The gradient of `tapeflow run <ARGN>` over `ranks` ranks is the bits of one process's, and the
+# JSON says how many ranks ran it.
+function(same_bits_over ranks)
+  run_or_fail("${CLI}" run ${ARGN} --grad-out one.bin)
+  run_or_fail("${MPIEXEC}" -n ${ranks} ${FLAGS} "${CLI}" run ${ARGN} --grad-out ranks.bin --json ranks.json)
   execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files "${WORK}/one.bin" "${WORK}/ranks.bin" RESULT_VARIABLE same)
   if(NOT same EQUAL 0)
-    message(FATAL_ERROR "--segment ${segment}: the gradient over 3 ranks differs from one process's")
+    message(FATAL_ERROR "${ARGN}: the gradient over ${ranks} ranks differs from one process's")
   endif()
   file(READ "${WORK}/ranks.json" stats)
-  if(NOT stats MATCHES "\"ranks\": 3")
-    message(FATAL_ERROR "--segment ${segment}: the JSON does not say the run had 3 ranks:\n${stats}")
+  if(NOT stats MATCHES "\"ranks\": ${ranks}")
+    message(FATAL_ERROR "${ARGN}: the JSON does not say the run had ${ranks} ranks:\n${stats}")
   endif()
+endfunction()
+
+run_or_fail("${CLI}" init allen-cahn --n 48 --out u0.bin --seed 5)
+run_or_fail("${CLI}" init burgers --n 301 --out b0.bin --seed 6)
+foreach(segment 1 3)
+  same_bits_over(3 allen-cahn --n 48 --steps 9 --segment ${segment} --input u0.bin)
+  # One process at --segment 1 runs Burgers' own CPU chain; the ranks, the stencil library's slabs.
+  same_bits_over(2 burgers --n 301 --steps 11 --segment ${segment} --input b0.bin)
 endforeach()
 
 execute_process(COMMAND "${MPIEXEC}" -n 2 ${FLAGS} "${CLI}" run lbm --nx 8 --ny 8 --steps 2 --input u0.bin --grad-out x.bin
@@ -38,4 +46,4 @@ execute_process(COMMAND "${MPIEXEC}" -n 2 ${FLAGS} "${CLI}" bench allen-cahn --n
 if(rc EQUAL 0 OR NOT err MATCHES "bench times one process")
   message(FATAL_ERROR "bench under mpirun was not refused (exit ${rc}):\n${err}")
 endif()
-message(STATUS "3 ranks gave the one-process gradient's bits; lbm and bench were refused")
+message(STATUS "the ranks gave the one-process gradients' bits; lbm and bench were refused")

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Burgers workload (a stencil whose reverse reads its neighbours' records through a halo)
-// against central finite differences of an independent long-double implementation, its tape, its
-// halo staged in place and through the CPU's staging ring, bad input. Written against the backend
-// under test (tests/target.hpp), like every workload's tests; Burgers has no GPU kernels yet, so
-// this file is compiled into the CPU backend's tests only.
+// The Burgers workload (a stencil whose reverse reads its neighbours' values through a halo) on
+// the backend under test (tests/target.hpp): against central finite differences of an independent
+// long-double implementation, its tape, its segments, bad input; on the CPU backend also its halo
+// staged in place and through the CPU's staging ring. On a GPU its step is the stencil library's.
 #include "common.hpp"
 
 #include <tapeflow/workloads/burgers.hpp>
+#include <tapeflow/workloads/burgers/stencil.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 
@@ -15,8 +15,6 @@
 #include <cmath>
 #include <string>
 #include <vector>
-
-static_assert(!tapeflow::testing::on_gpu, "Burgers has no GPU kernels yet: its tests are the CPU backend's");
 
 namespace tapeflow {
 namespace {
@@ -82,8 +80,51 @@ TEST_F(Burgers, EachValueIsTapedOnce)
   bg::gradient_result<float> const r = bg::gradient(p, u0, on(testing::target));
   EXPECT_EQ(r.chain.layer_bytes, 250u * 16);  // 1000 f32 values, 4 to a record: the state, once
   EXPECT_EQ(r.chain.tape_bytes, 6 * 250u * 16);
-  EXPECT_EQ(r.chain.plan.halo_records, 1u);  // declared by the step, read through its tiles' windows
+  // On the CPU, declared by the step and read through its tiles' windows; on a GPU, the stencil
+  // library's tiles read their halos themselves.
+  EXPECT_EQ(r.chain.plan.halo_records, testing::on_gpu ? 0u : 1u);
 }
+
+TEST_F(Burgers, SegmentsGiveTheOneStepBitsWithATapeOfOneStatePerSegment)
+{
+  // Segments of k steps (docs/stencils.md): the layer of a segment is its checkpoint, its reverse
+  // recomputes the k states on chip. Every k, the planner's too, and the mixed schedule at segment
+  // granularity give the one-step layers' gradient.
+  bg::problem const p{1531, 13};  // a partial last record and tile
+  std::vector<float> const u0 = bg::random_state<float>(p, testing::fresh_seed());
+  bg::options one = on(testing::target);
+  one.policy = tape_policy::store;
+  bg::gradient_result<float> const expect = bg::gradient(p, u0, one);
+  std::size_t const layer = bg::records_for<float>(p.n) * sizeof(bg::record<float>);
+  for (int k : {0, 2, 5, 13}) {
+    for (bool tight : {false, true}) {
+      SCOPED_TRACE("segment " + std::to_string(k) + (tight ? ", auto under a budget of 2 layers" : ", store"));
+      bg::options o = one;
+      o.segment = k;
+      if (tight) {
+        o.policy = tape_policy::automatic;
+        o.budget_bytes = 2 * layer;
+      }
+      tapeflow::stencil::segment_plan const plan = bg::segment_plan_of<float>(p, o);
+      bg::gradient_result<float> const r = bg::gradient(p, u0, o);
+      if (testing::on_gpu && !testing::emulated) {
+        EXPECT_LT(testing::relative_error(r.gradient, expect.gradient), 1e-6) << "kernels compiled apart may contract apart";
+      } else {
+        EXPECT_EQ(r.gradient, expect.gradient);
+      }
+      EXPECT_EQ(r.loss, expect.loss);
+      EXPECT_EQ(r.chain.steps, plan.segments);
+      EXPECT_EQ(r.chain.tape_bytes, plan.segments * layer) << "one state per segment";
+      if (!tight) { EXPECT_LE(r.chain.peak_tape_bytes, plan.segments * layer); }
+    }
+  }
+  bg::options longer = one;
+  longer.segment = 14;
+  EXPECT_THROW(static_cast<void>(bg::gradient(p, u0, longer)), logic_error) << "a segment past the last step";
+  EXPECT_EQ(device_memory_usage(testing::target).current_bytes, 0u);
+}
+
+#if !defined(TAPEFLOW_TEST_ON_GPU)
 
 TEST_F(Burgers, InPlaceAndTheRingWithItsHaloGiveTheSameBitsUnderEveryPolicy)
 {
@@ -109,6 +150,7 @@ TEST_F(Burgers, InPlaceAndTheRingWithItsHaloGiveTheSameBitsUnderEveryPolicy)
   }
   EXPECT_EQ(device_memory_usage(testing::target).current_bytes, 0u);
 }
+#endif
 
 TEST_F(Burgers, PrimalMatchesTheReference)
 {
@@ -126,10 +168,11 @@ TEST_F(Burgers, BadInputIsATypedError)
   EXPECT_THROW(static_cast<void>(bg::gradient(bg::problem{8, 0}, u0, o)), logic_error);
   EXPECT_THROW(static_cast<void>(bg::gradient(bg::problem{8, 3, 0.1, 0.6}, u0, o)), logic_error);  // unstable
   EXPECT_THROW(static_cast<void>(bg::gradient(bg::problem{8, 3, NAN, 0.2}, u0, o)), logic_error);
-  bg::options gpu = o;
-  gpu.kind = backend::cuda;
-  EXPECT_THROW(static_cast<void>(bg::gradient(bg::problem{8, 3}, u0, gpu)), unavailable_error);
-  EXPECT_THROW(static_cast<void>(bg::plan<float>(bg::problem{8, 3}, gpu)), unavailable_error);
+  bg::options negative = o;
+  negative.segment = -1;
+  EXPECT_THROW(static_cast<void>(bg::gradient(bg::problem{8, 3}, u0, negative)), logic_error);
+  EXPECT_THROW(static_cast<void>(bg::plan<float>(bg::problem{8, 3}, negative)), logic_error);
+  EXPECT_EQ(device_memory_usage(testing::target).current_bytes, 0u);
 }
 
 }  // namespace

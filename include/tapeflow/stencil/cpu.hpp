@@ -94,12 +94,14 @@ template <class S>
 }
 
 /// The CPU Step of this rank's slab of `whole`, cut over the ranks of `comm`, in `plan`'s segments
-/// (plan_slab_segments). Its state is the slab's (slab::of says which planes).
+/// (plan_slab_segments). Its state is the slab's (slab::of says which planes). A null `comm` is one
+/// process: the whole grid, as the overload above.
 template <class S>
 [[nodiscard]] cpu_segments<S> make_cpu_segments(S stencil, grid<typename S::value_type> const& whole,
                                                 segment_plan const& plan,
                                                 std::shared_ptr<distributed::communicator> comm)
 {
+  if (!comm) { return make_cpu_segments(std::move(stencil), whole, plan); }
   return cpu_segments<S>(cpu_runner<S>(stencil, whole, plan, std::move(comm)), plan);
 }
 

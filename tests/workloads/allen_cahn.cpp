@@ -144,30 +144,10 @@ TEST_F(AllenCahn, SegmentsGiveTheOneStepBitsWithATapeOfOneStatePerSegment)
   std::vector<float> const u0 = testing::random_state<float>(p.n * p.n, testing::fresh_seed());
   ac::options one = on(testing::target);
   one.policy = tape_policy::store;
-  ac::gradient_result<float> const expect = ac::gradient(p, u0, one);
   std::size_t const layer = ac::records_for<float>(p.n * p.n) * sizeof(ac::record<float>);
-  for (int k : {0, 2, 5, 7}) {
-    for (bool tight : {false, true}) {
-      SCOPED_TRACE("segment " + std::to_string(k) + (tight ? ", auto under a budget of 2 layers" : ", store"));
-      ac::options o = one;
-      o.segment = k;
-      if (tight) {
-        o.policy = tape_policy::automatic;
-        o.budget_bytes = 2 * layer;
-      }
-      tapeflow::stencil::segment_plan const plan = ac::segment_plan_of<float>(p, o);
-      ac::gradient_result<float> const r = ac::gradient(p, u0, o);
-      if (testing::on_gpu && !testing::emulated) {
-        EXPECT_LT(testing::relative_error(r.gradient, expect.gradient), 1e-6) << "another compiler's contractions";
-      } else {
-        EXPECT_EQ(r.gradient, expect.gradient);
-      }
-      EXPECT_EQ(r.loss, expect.loss);
-      EXPECT_EQ(r.chain.steps, plan.segments);
-      EXPECT_EQ(r.chain.tape_bytes, plan.segments * layer) << "one state per segment";
-      if (!tight) { EXPECT_LE(r.chain.peak_tape_bytes, plan.segments * layer); }
-    }
-  }
+  testing::expect_segments_give_the_one_step_bits(
+    one, {0, 2, 5, 7}, layer, [&](ac::options const& o) { return ac::gradient(p, u0, o); },
+    [&](ac::options const& o) { return ac::segment_plan_of<float>(p, o); });
   ac::options partials = one;
   partials.segment = 2;
   partials.content = ac::tape_content::partials;

@@ -94,30 +94,10 @@ TEST_F(Burgers, SegmentsGiveTheOneStepBitsWithATapeOfOneStatePerSegment)
   std::vector<float> const u0 = bg::random_state<float>(p, testing::fresh_seed());
   bg::options one = on(testing::target);
   one.policy = tape_policy::store;
-  bg::gradient_result<float> const expect = bg::gradient(p, u0, one);
   std::size_t const layer = bg::records_for<float>(p.n) * sizeof(bg::record<float>);
-  for (int k : {0, 2, 5, 13}) {
-    for (bool tight : {false, true}) {
-      SCOPED_TRACE("segment " + std::to_string(k) + (tight ? ", auto under a budget of 2 layers" : ", store"));
-      bg::options o = one;
-      o.segment = k;
-      if (tight) {
-        o.policy = tape_policy::automatic;
-        o.budget_bytes = 2 * layer;
-      }
-      tapeflow::stencil::segment_plan const plan = bg::segment_plan_of<float>(p, o);
-      bg::gradient_result<float> const r = bg::gradient(p, u0, o);
-      if (testing::on_gpu && !testing::emulated) {
-        EXPECT_LT(testing::relative_error(r.gradient, expect.gradient), 1e-6) << "kernels compiled apart may contract apart";
-      } else {
-        EXPECT_EQ(r.gradient, expect.gradient);
-      }
-      EXPECT_EQ(r.loss, expect.loss);
-      EXPECT_EQ(r.chain.steps, plan.segments);
-      EXPECT_EQ(r.chain.tape_bytes, plan.segments * layer) << "one state per segment";
-      if (!tight) { EXPECT_LE(r.chain.peak_tape_bytes, plan.segments * layer); }
-    }
-  }
+  testing::expect_segments_give_the_one_step_bits(
+    one, {0, 2, 5, 13}, layer, [&](bg::options const& o) { return bg::gradient(p, u0, o); },
+    [&](bg::options const& o) { return bg::segment_plan_of<float>(p, o); });
   bg::options longer = one;
   longer.segment = 14;
   EXPECT_THROW(static_cast<void>(bg::gradient(p, u0, longer)), logic_error) << "a segment past the last step";

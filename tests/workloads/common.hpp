@@ -2,7 +2,7 @@
 // What the workloads' tests share. Each tests/workloads/<workload>.cpp is written once against the
 // backend under test (tests/target.hpp) and compiled into each test executable: the fixture that
 // skips where that backend has no device, a workload's options on a backend, comparisons of
-// results, and the tilings a staged reverse is tried with.
+// results, the tilings a staged reverse is tried with, and a stencil workload's segments.
 #pragma once
 
 #include "../reference.hpp"
@@ -11,12 +11,14 @@
 #include <tapeflow/backend.hpp>
 #include <tapeflow/cpu/thread_pool.hpp>
 #include <tapeflow/plan.hpp>
+#include <tapeflow/policy.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace tapeflow::testing {
@@ -139,5 +141,38 @@ class scoped_cpu_threads {
  private:
   std::size_t count_;
 };
+
+/// A stencil workload's segments (docs/stencils.md) against its one-step layers: for each k of `ks`
+/// (0: the planner's), under store and under auto with a budget of two layers, `gradient(o)` gives
+/// `one`'s gradient bits and loss (on a real GPU the gradient within 1e-6: kernels compiled apart
+/// may contract apart), with a tape of one `layer`-byte state per segment of `plan(o)`.
+template <class Options, class Gradient, class Plan>
+void expect_segments_give_the_one_step_bits(Options const& one, std::vector<int> const& ks, std::size_t layer,
+                                            Gradient&& gradient, Plan&& plan)
+{
+  auto const expect = gradient(one);
+  for (int k : ks) {
+    for (bool tight : {false, true}) {
+      SCOPED_TRACE("segment " + std::to_string(k) + (tight ? ", auto under a budget of 2 layers" : ", store"));
+      Options o = one;
+      o.segment = k;
+      if (tight) {
+        o.policy = tape_policy::automatic;
+        o.budget_bytes = 2 * layer;
+      }
+      auto const segments = plan(o).segments;
+      auto const r = gradient(o);
+      if (on_gpu && !emulated) {
+        EXPECT_LT(relative_error(r.gradient, expect.gradient), 1e-6) << "kernels compiled apart may contract apart";
+      } else {
+        EXPECT_EQ(r.gradient, expect.gradient);
+      }
+      EXPECT_EQ(r.loss, expect.loss);
+      EXPECT_EQ(r.chain.steps, segments);
+      EXPECT_EQ(r.chain.tape_bytes, segments * layer) << "one state per segment";
+      if (!tight) { EXPECT_LE(r.chain.peak_tape_bytes, segments * layer); }
+    }
+  }
+}
 
 }  // namespace tapeflow::testing

@@ -126,18 +126,4 @@ class slab_session final : public session<T> {
   std::size_t padded_;
 };
 
-/// `inner` (a session of this rank's slab of `whole` in `plan`'s segments of stencil S) as the
-/// whole problem's session over `ranks`; `inner` itself when there are none (one process, the whole
-/// grid).
-template <class S, class T = typename S::value_type>
-[[nodiscard]] std::unique_ptr<session<T>> on_ranks(std::unique_ptr<session<T>> inner, stencil::grid<T> const& whole,
-                                                   stencil::segment_plan const& plan,
-                                                   std::shared_ptr<distributed::communicator> ranks)
-{
-  if (!ranks) { return inner; }
-  stencil::slab_cut<T> const cut = stencil::cut_for<S>(whole, plan, *ranks);
-  std::size_t const plane = whole.cells() / cut.where.global;
-  return std::make_unique<slab_session<T>>(std::move(inner), std::move(ranks), cut, plane, S::fields);
-}
-
 }  // namespace tapeflow::workloads

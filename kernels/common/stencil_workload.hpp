@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // A state-chain workload whose step is a tapeflow stencil (tapeflow/stencil/stencil.hpp), run in
-// the library's segments (docs/stencils.md): its options, its segment plan, the chain's plan over
+// the library's segments (docs/stencils.md): its segment plan, the chain's plan over
 // one checkpoint per segment, and its session, cut over MPI ranks when the options name them
 // (docs/distributed.md). Allen–Cahn and Burgers are made this way: the workload supplies its
 // stencil, its grid and its loss; this header the rest.
@@ -42,15 +42,6 @@ template <class S>
   return tapeflow::stencil::plan_segments<S>(whole, steps, limits, r);
 }
 
-/// Values of the state one session of S holds: the grid's, or this rank's padded slab's.
-template <class S>
-[[nodiscard]] std::size_t stencil_state_values(tapeflow::stencil::grid<typename S::value_type> const& whole,
-                                               tapeflow::stencil::segment_plan const& plan, stencil_options const& o)
-{
-  if (o.ranks) { return tapeflow::stencil::cut_for<S>(whole, plan, *o.ranks).padded; }
-  return whole.cells() * static_cast<std::size_t>(S::fields);
-}
-
 /// What the chain of `plan`'s segments of S will do (one layer per segment: its checkpoint),
 /// without running it.
 template <class S>
@@ -59,7 +50,9 @@ template <class S>
 {
   using T = typename S::value_type;
   using record = tapeflow::value_record<T, tapeflow::values_per_chunk<T>>;
-  std::size_t const values = stencil_state_values<S>(whole, plan, o);
+  // The state one session holds: the grid's, or this rank's padded slab's.
+  std::size_t const values = o.ranks ? tapeflow::stencil::cut_for<S>(whole, plan, *o.ranks).padded
+                                     : whole.cells() * static_cast<std::size_t>(S::fields);
   std::size_t const records = (values + tapeflow::values_per_chunk<T> - 1) / tapeflow::values_per_chunk<T>;
   return plan_chain(sizeof(record), records, plan.segments, values * sizeof(T), chain_options_of(o));
 }
@@ -72,8 +65,11 @@ template <class S, class Step, class HalfSquares, class T = typename S::value_ty
                                                              tapeflow::stencil::segment_plan const& plan,
                                                              stencil_options const& o, HalfSquares half_squares)
 {
-  return on_ranks<S>(open_state_chain<T>(std::move(step), plan.segments, o, std::move(half_squares)), whole, plan,
-                     o.ranks);
+  std::unique_ptr<session<T>> chain = open_state_chain<T>(std::move(step), plan.segments, o, std::move(half_squares));
+  if (!o.ranks) { return chain; }
+  tapeflow::stencil::slab_cut<T> const cut = tapeflow::stencil::cut_for<S>(whole, plan, *o.ranks);
+  std::size_t const plane = whole.cells() / cut.where.global;
+  return std::make_unique<slab_session<T>>(std::move(chain), o.ranks, cut, plane, S::fields);
 }
 
 }  // namespace tapeflow::workloads

@@ -27,12 +27,11 @@ class cpu_runner {
  public:
   using T = typename S::value_type;
 
-  cpu_runner(S stencil, grid<T> g, segment_plan const& plan) : program_(stencil, g, plan) {}
-
-  /// This rank's slab of the whole grid `whole`, cut over the ranks of `comm` (the plan is this
-  /// slab's: plan_slab_segments). Throws what ghost_exchange throws.
-  cpu_runner(S stencil, grid<T> const& whole, segment_plan const& plan, std::shared_ptr<distributed::communicator> comm)
-    : program_(stencil, whole, plan, std::move(comm))
+  /// The runner over `g`; with `comm`, over this rank's slab of `g` (the whole grid) cut over the
+  /// ranks of `comm` (the plan is the slab's: plan_slab_segments). Throws what ghost_exchange throws.
+  cpu_runner(S stencil, grid<T> const& g, segment_plan const& plan,
+             std::shared_ptr<distributed::communicator> comm = nullptr)
+    : program_(stencil, g, plan, std::move(comm))
   {
   }
 
@@ -86,23 +85,15 @@ class cpu_runner {
 template <class S>
 using cpu_segments = segment_step<S, cpu_runner<S>>;
 
-/// The CPU Step of `plan`'s segments of `stencil` over `g`.
+/// The CPU Step of `plan`'s segments of `stencil` over `g`; with `comm`, of this rank's slab of `g`
+/// (the whole grid) cut over the ranks of `comm`, in the segments plan_slab_segments planned (its
+/// state is the slab's: slab::of says which planes). A null `comm` is one process.
 template <class S>
-[[nodiscard]] cpu_segments<S> make_cpu_segments(S stencil, grid<typename S::value_type> g, segment_plan const& plan)
-{
-  return cpu_segments<S>(cpu_runner<S>(stencil, g, plan), plan);
-}
-
-/// The CPU Step of this rank's slab of `whole`, cut over the ranks of `comm`, in `plan`'s segments
-/// (plan_slab_segments). Its state is the slab's (slab::of says which planes). A null `comm` is one
-/// process: the whole grid, as the overload above.
-template <class S>
-[[nodiscard]] cpu_segments<S> make_cpu_segments(S stencil, grid<typename S::value_type> const& whole,
+[[nodiscard]] cpu_segments<S> make_cpu_segments(S stencil, grid<typename S::value_type> const& g,
                                                 segment_plan const& plan,
-                                                std::shared_ptr<distributed::communicator> comm)
+                                                std::shared_ptr<distributed::communicator> comm = nullptr)
 {
-  if (!comm) { return make_cpu_segments(std::move(stencil), whole, plan); }
-  return cpu_segments<S>(cpu_runner<S>(stencil, whole, plan, std::move(comm)), plan);
+  return cpu_segments<S>(cpu_runner<S>(std::move(stencil), g, plan, std::move(comm)), plan);
 }
 
 }  // namespace tapeflow::stencil

@@ -149,17 +149,12 @@ class device_runner {
  public:
   using T = typename S::value_type;
 
-  device_runner(S stencil, grid<T> g, segment_plan const& plan)
-    : program_(stencil, g, plan), block_threads_(plan.block_threads), grid_blocks_(plan.grid_blocks)
-  {
-    TAPEFLOW_EXPECTS(plan.kind != backend::cpu, "a device_runner needs a segment plan made for a GPU backend");
-  }
-
-  /// This rank's slab of the whole grid `whole`, cut over the ranks of `comm` (the plan is this
-  /// slab's: plan_slab_segments). Throws what ghost_exchange throws.
-  device_runner(S stencil, grid<T> const& whole, segment_plan const& plan,
-                std::shared_ptr<distributed::communicator> comm)
-    : program_(stencil, whole, plan, std::move(comm)), block_threads_(plan.block_threads), grid_blocks_(plan.grid_blocks)
+  /// The runner over `g`; with `comm`, over this rank's slab of `g` (the whole grid) cut over the
+  /// ranks of `comm` (the plan is the slab's: plan_slab_segments). Throws logic_error for a plan
+  /// made for the CPU, and what ghost_exchange throws.
+  device_runner(S stencil, grid<T> const& g, segment_plan const& plan,
+                std::shared_ptr<distributed::communicator> comm = nullptr)
+    : program_(stencil, g, plan, std::move(comm)), block_threads_(plan.block_threads), grid_blocks_(plan.grid_blocks)
   {
     TAPEFLOW_EXPECTS(plan.kind != backend::cpu, "a device_runner needs a segment plan made for a GPU backend");
   }
@@ -205,24 +200,15 @@ class device_runner {
 template <class S>
 using device_segments = segment_step<S, device_runner<S>>;
 
-/// The GPU Step of `plan`'s segments of `stencil` over `g`.
+/// The GPU Step of `plan`'s segments of `stencil` over `g`; with `comm`, of this rank's slab of `g`
+/// (the whole grid) cut over the ranks of `comm`, in the segments plan_slab_segments planned (its
+/// state is the slab's: slab::of says which planes). A null `comm` is one process.
 template <class S>
-[[nodiscard]] device_segments<S> make_device_segments(S stencil, grid<typename S::value_type> g,
-                                                      segment_plan const& plan)
-{
-  return device_segments<S>(device_runner<S>(stencil, g, plan), plan);
-}
-
-/// The GPU Step of this rank's slab of `whole`, cut over the ranks of `comm`, in `plan`'s segments
-/// (plan_slab_segments). Its state is the slab's (slab::of says which planes). A null `comm` is one
-/// process: the whole grid, as the overload above.
-template <class S>
-[[nodiscard]] device_segments<S> make_device_segments(S stencil, grid<typename S::value_type> const& whole,
+[[nodiscard]] device_segments<S> make_device_segments(S stencil, grid<typename S::value_type> const& g,
                                                       segment_plan const& plan,
-                                                      std::shared_ptr<distributed::communicator> comm)
+                                                      std::shared_ptr<distributed::communicator> comm = nullptr)
 {
-  if (!comm) { return make_device_segments(std::move(stencil), whole, plan); }
-  return device_segments<S>(device_runner<S>(stencil, whole, plan, std::move(comm)), plan);
+  return device_segments<S>(device_runner<S>(std::move(stencil), g, plan, std::move(comm)), plan);
 }
 
 }  // namespace tapeflow::stencil

@@ -230,18 +230,18 @@ class runner_program {
  public:
   using T = typename S::value_type;
 
-  runner_program(S stencil, grid<T> g, segment_plan const& plan) : program_{stencil, g, reach::of<S>(), plan.tile} {}
-
-  /// This rank's slab of `whole`, cut over the ranks of `comm`. Throws what Ghosts throws.
-  runner_program(S stencil, grid<T> const& whole, segment_plan const& plan,
-                 std::shared_ptr<distributed::communicator> comm)
-    : runner_program(stencil, whole, plan)
+  /// The program over `g`; with `comm`, over this rank's slab of `g` (the whole grid) cut over the
+  /// ranks of `comm` (the plan is the slab's: plan_slab_segments). Throws what Ghosts throws.
+  runner_program(S stencil, grid<T> const& g, segment_plan const& plan,
+                 std::shared_ptr<distributed::communicator> comm = nullptr)
+    : program_{stencil, g, reach::of<S>(), plan.tile}
   {
-    slab_cut<T> const cut = cut_for<S>(whole, plan, *comm);
+    if (!comm) { return; }
+    slab_cut<T> const cut = cut_for<S>(g, plan, *comm);
     program_.g = cut.local;
     padded_ = cut.padded;
-    state_ghosts_ = std::make_shared<Ghosts>(comm, cut.where, whole, S::dims, S::fields, cut.depth);
-    adjoint_ghosts_ = std::make_shared<Ghosts>(std::move(comm), cut.where, whole, S::dims, S::fields, cut.depth);
+    state_ghosts_ = std::make_shared<Ghosts>(comm, cut.where, g, S::dims, S::fields, cut.depth);
+    adjoint_ghosts_ = std::make_shared<Ghosts>(std::move(comm), cut.where, g, S::dims, S::fields, cut.depth);
     program_.slab = state_ghosts_->view();
   }
 

@@ -96,7 +96,10 @@ std::string describe_flags(std::vector<flag_spec> const& specs)
   for (flag_spec const& spec : specs) {
     std::string left = "  --" + spec.name + (spec.value.empty() ? "" : " " + spec.value);
     if (left.size() < 26) { left.resize(26, ' '); } else { left += "  "; }
-    out += left + spec.help + (spec.required ? " (required)" : "") + "\n";
+    // A help of several lines continues under its first.
+    std::string help;
+    for (char c : spec.help) { help += c == '\n' ? "\n" + std::string(26, ' ') : std::string(1, c); }
+    out += left + help + (spec.required ? " (required)" : "") + "\n";
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "lbm.hpp"
+#include "stencil.hpp"
 
 namespace tapeflow::workloads::lbm::detail {
 

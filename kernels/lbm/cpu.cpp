@@ -2,7 +2,7 @@
 // LBM on the CPU reference backend: the same plan, layers and tiles as the GPU, every loop spread
 // over the CPU backend's threads (cpu::parallel_for; the reverse through cpu::reverse_tiles). A
 // cell pushes to its own set of destinations and gathers from them in the reverse, so cells never
-// write the same value.
+// write the same value. In segments, or over ranks, the stencil library's CPU segments (stencil.hpp).
 #include "backends.hpp"
 #include "math.hpp"
 
@@ -10,6 +10,7 @@
 
 #include <tapeflow/cpu/reverse.hpp>
 #include <tapeflow/cpu/thread_pool.hpp>
+#include <tapeflow/stencil/cpu.hpp>
 
 #include <memory>
 
@@ -62,6 +63,12 @@ struct cpu_step {
 template <class T>
 std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
+  if (on_stencil_library<T>(p, o)) {
+    tapeflow::stencil::grid<T> const g = grid_of<T>(p);
+    tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
+    auto step = tapeflow::stencil::make_cpu_segments(stencil<T>{omega_of<T>(p)}, g, plan, o.ranks);
+    return open_stencil_chain<stencil<T>>(std::move(step), g, plan, o, host_half_squares<T>{});
+  }
   auto staging = std::make_shared<cpu::ring_stats>();
   cpu_step<T> step{p.nx, p.ny, omega_of<T>(p), staging};
   return open_state_chain<T>(std::move(step), p.steps, o, host_half_squares<T>{}, std::move(staging));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "lbm.hpp"
+#include "stencil.hpp"
 
 #include <tapeflow/workloads/common/describe.hpp>
 
@@ -20,12 +21,16 @@ struct description {
   static constexpr workload_text text{
     "lbm", "LBM D2Q9 (BGK collision and streaming) on a periodic lattice: dL/df0 for L = 0.5 * sum(f_T^2)",
     "Computes L = 0.5 * sum(f_T^2) after T steps of D2Q9 BGK collision (omega = 1/tau) and\n"
-    "streaming on a periodic nx x ny lattice, and its gradient dL/df0 through the tape.",
+    "streaming on a periodic nx x ny lattice, and its gradient dL/df0 through the tape. One step\n"
+    "per layer tapes the cells' velocities; --segment K keeps every K-th state and recomputes each\n"
+    "segment on chip.",
     "  IN.bin   f0: 9 planes of nx*ny values of --dtype; plane i holds f_i, cell (x, y) at y*nx + x;\n"
     "           directions 0 (rest), 1..4 (+x, +y, -x, -y), 5..8 (+x+y, -x+y, -x-y, +x-y)\n"
     "  G.bin    dL/df0: the same layout"};
   static constexpr precision precisions = precision::f32_f64;
   static constexpr tape_kind tape = tape_kind::chain;
+  /// Under mpirun, the lattice is cut into slabs of rows over the ranks (docs/distributed.md).
+  static constexpr bool decomposes = true;
   using problem = lbm::problem;
   using options = lbm::options;
   static constexpr auto fields = std::make_tuple(
@@ -34,6 +39,9 @@ struct description {
     count("steps", &problem::steps, "T", "time steps", "T", flag_use::required, 1, std::size_t{1} << 32),
     real("tau", &problem::tau, "TAU", "BGK relaxation time, above 0.5 (default 0.8)", "tau"));
 
+  static std::vector<cli::flag_spec> option_flags() { return {segment_flag()}; }
+  static void read_options(cli::parsed_args const& args, options& o) { o.segment = segment_of(args); }
+  static std::string variant_of(options const& o) { return segment_variant(o.segment); }
   static std::string size_key(problem const& p, std::string const& dtype)
   {
     return std::to_string(p.nx) + "x" + std::to_string(p.ny) + " T" + std::to_string(p.steps) + " " + dtype;
@@ -48,16 +56,21 @@ struct description {
   template <class T>
   static auto open(problem const& p, options const& o) { return lbm::open<T>(p, o); }
   template <class T>
-  static tape_report plan(problem const& p, options const& o) { return chain_report(lbm::plan<T>(p, o)); }
+  static tape_report plan(problem const& p, options const& o)
+  {
+    tape_report r = chain_report(lbm::plan<T>(p, o));
+    if (on_stencil_library<T>(p, o)) { report_segments(r, segment_plan_of<T>(p, o)); }
+    return r;
+  }
 
-  /// The least traffic of a taped gradient, per step: the forward reads f and writes f_next and the
-  /// layer; the reverse reads the layer and g_next and writes g_f. The layer is the cells'
-  /// velocities (8 B per cell in f32, 16 in f64), so per cell and step f32 moves
-  /// 36 + 36 + 8 + 8 + 36 + 36 = 160 B against the primal's 72. The seed copy is not counted.
+  /// The least traffic of a taped gradient (stencil_bench_bytes). One step per layer: the forward
+  /// reads f and writes f_next and the layer; the reverse reads the layer and g_next and writes
+  /// g_f. The layer is the cells' velocities (8 B per cell in f32, 16 in f64), so per cell and step
+  /// f32 moves 36 + 36 + 8 + 8 + 36 + 36 = 160 B against the primal's 72. In segments, what their
+  /// plan counts. The seed copy is not counted.
   static double bench_bytes(problem const& p, tape_report const& r, std::size_t value_bytes)
   {
-    double const state = static_cast<double>(p.values() * value_bytes);
-    return static_cast<double>(p.steps) * (4.0 * state + 2.0 * static_cast<double>(r.chain->layer_bytes));
+    return stencil_bench_bytes(r, static_cast<double>(p.values() * value_bytes), p.steps);
   }
   static std::vector<bench_suite<description>> bench_suites()
   {
@@ -73,6 +86,12 @@ struct description {
                  with_precision(dtype, [&](auto t) { return lbm::plan<decltype(t)>(p, cases[0].options).tape_bytes; }) /
                  4;
                cases[1].may_not_fit = true;
+               // Segments (docs/stencils.md): every k-th state kept, each segment recomputed on chip.
+               for (int k : {0, 2, 4}) {
+                 cases.push_back({k == 0 ? "tapeflow-segments-auto" : "tapeflow-segments-k" + std::to_string(k), p});
+                 cases.back().options.policy = tape_policy::store;
+                 cases.back().options.segment = k;
+               }
                return cases;
              }}};
   }

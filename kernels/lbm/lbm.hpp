@@ -27,7 +27,10 @@ struct problem {
   [[nodiscard]] std::size_t values() const noexcept { return 9 * nx * ny; }
 };
 
-struct options : run_options {};
+/// The chain's options and --segment (docs/stencils.md): 1 (the default) one step per layer, the
+/// layer being the cells' velocities; K > 1 segments of K steps on the stencil library (stencil.hpp);
+/// 0 whichever moves fewer bytes. Ranks cut the lattice along y (docs/distributed.md).
+struct options : stencil_options {};
 
 /// dL/df_0 (9 planes of nx * ny), L, the chain's stats and the peak device bytes.
 template <class T>

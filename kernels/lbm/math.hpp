@@ -103,18 +103,25 @@ TAPEFLOW_HOST_DEVICE moments<T> moments_of(T const (&f)[directions]) noexcept
   return {rho, {mx / rho, my / rho}};
 }
 
+/// The post-collision value along direction i of a cell whose pre-collision value there is `fi`
+/// and whose moments are `m`: the one expression collide() and a pulling step both evaluate, so
+/// that they give the same bits.
+template <class T>
+TAPEFLOW_HOST_DEVICE T relaxed(T fi, int i, moments<T> const& m, T omega) noexcept
+{
+  T const usq = m.u.x * m.u.x + m.u.y * m.u.y;
+  T const cu = T(cx(i)) * m.u.x + T(cy(i)) * m.u.y;
+  T const feq = weight<T>(i) * m.rho * (T(1) + T(3) * cu + T(4.5) * cu * cu - T(1.5) * usq);
+  return fi - omega * (fi - feq);
+}
+
 /// The post-collision values of one cell from its pre-collision values; returns the cell's
 /// velocity u, computed on the way (what the augmented forward tapes).
 template <class T>
 TAPEFLOW_HOST_DEVICE velocity<T> collide(T const (&f)[directions], T omega, T (&post)[directions]) noexcept
 {
   moments<T> const m = moments_of(f);
-  T const usq = m.u.x * m.u.x + m.u.y * m.u.y;
-  for (int i = 0; i < directions; ++i) {
-    T const cu = T(cx(i)) * m.u.x + T(cy(i)) * m.u.y;
-    T const feq = weight<T>(i) * m.rho * (T(1) + T(3) * cu + T(4.5) * cu * cu - T(1.5) * usq);
-    post[i] = f[i] - omega * (f[i] - feq);
-  }
+  for (int i = 0; i < directions; ++i) { post[i] = relaxed(f[i], i, m, omega); }
   return m.u;
 }
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# `mpirun -np 3 tapeflow run allen-cahn ...` (and 2 ranks of burgers) gives the one-process
-# gradient's bits, in segments and in one-step slabs; a workload that does not decompose, and bench, are refused under mpirun (exit 2).
+# `mpirun -np 3 tapeflow run allen-cahn ...` (and 2 ranks of burgers and of lbm) gives the
+# one-process gradient's bits, in segments and in one-step slabs; a workload that does not
+# decompose, and bench, are refused under mpirun (exit 2).
 # Run by CTest (cli_ranks, label mpi) with -DCLI=<tapeflow> -DMPIEXEC=<mpiexec> -DFLAGS=<flags;...>
 # -DWORK=<scratch folder>.
 file(REMOVE_RECURSE "${WORK}")
@@ -30,20 +31,23 @@ endfunction()
 
 run_or_fail("${CLI}" init allen-cahn --n 48 --out u0.bin --seed 5)
 run_or_fail("${CLI}" init burgers --n 301 --out b0.bin --seed 6)
+run_or_fail("${CLI}" init lbm --nx 9 --ny 14 --out f0.bin --seed 7)
 foreach(segment 1 3)
   same_bits_over(3 allen-cahn --n 48 --steps 9 --segment ${segment} --input u0.bin)
   # One process at --segment 1 runs Burgers' own CPU chain; the ranks, the stencil library's slabs.
   same_bits_over(2 burgers --n 301 --steps 11 --segment ${segment} --input b0.bin)
+  # The same for LBM, whose own chain tapes the velocities.
+  same_bits_over(2 lbm --nx 9 --ny 14 --steps 7 --segment ${segment} --input f0.bin)
 endforeach()
 
-execute_process(COMMAND "${MPIEXEC}" -n 2 ${FLAGS} "${CLI}" run lbm --nx 8 --ny 8 --steps 2 --input u0.bin --grad-out x.bin
+execute_process(COMMAND "${MPIEXEC}" -n 2 ${FLAGS} "${CLI}" run rk4 --particles 8 --input none.bin --grad-out x.bin
                 WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
 if(rc EQUAL 0 OR NOT err MATCHES "does not run cut over MPI ranks")
-  message(FATAL_ERROR "lbm under mpirun was not refused (exit ${rc}):\n${err}")
+  message(FATAL_ERROR "rk4 under mpirun was not refused (exit ${rc}):\n${err}")
 endif()
 execute_process(COMMAND "${MPIEXEC}" -n 2 ${FLAGS} "${CLI}" bench allen-cahn --n 16 --steps 2
                 WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
 if(rc EQUAL 0 OR NOT err MATCHES "bench times one process")
   message(FATAL_ERROR "bench under mpirun was not refused (exit ${rc}):\n${err}")
 endif()
-message(STATUS "the ranks gave the one-process gradients' bits; lbm and bench were refused")
+message(STATUS "the ranks gave the one-process gradients' bits; rk4 and bench were refused")

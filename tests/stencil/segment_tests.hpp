@@ -269,6 +269,36 @@ TEST(StencilSegments, PlannerTakesTheLongestSegmentThatPaysAndFitsOnChip)
   EXPECT_LE(st::plan_segments<ac>(st::grid<float>{8192, 8192}, 2, gpu_like).k, 2);
 }
 
+TEST(StencilSegments, ThePlannersKIsSearchedOverTilesAndNoAskedKMovesFewerBytes)
+{
+  // A device whose tile holds 8 KiB: one f64 step on the default 32 x 32 tile needs 3 boxes of
+  // 34 x 34 values (27 KiB), so the planner must look at smaller tiles; and an H100's 48 KiB.
+  device_limits small = gpu_limits(4, 64 * 1024);
+  small.shared_mem_per_block = 8 * 1024;
+  using ac = allen_cahn_2d<double>;
+  for (device_limits const& d : {small, gpu_limits(132, 228 * 1024)}) {
+    SCOPED_TRACE(std::to_string(d.shared_mem_per_block) + " B per tile");
+    st::segment_plan const p = st::plan_segments<ac>(st::grid<double>{256, 256}, 10, d);
+    EXPECT_LE(p.scratch_bytes, d.shared_mem_per_block) << p.describe();
+    for (int k = 1; k <= 10; ++k) {
+      st::segment_request asked;
+      asked.k = k;
+      try {
+        st::segment_plan const q = st::plan_segments<ac>(st::grid<double>{256, 256}, 10, d, asked);
+        EXPECT_GE(q.states_per_step, 0.95 * p.states_per_step) << q.describe() << " against " << p.describe();
+      } catch (logic_error const& e) {
+        EXPECT_NE(std::string(e.what()).find("bytes on chip"), std::string::npos) << e.what();
+      }
+    }
+  }
+  st::segment_plan const p = st::plan_segments<ac>(st::grid<double>{256, 256}, 10, small);
+  EXPECT_LT(p.tile.x * p.tile.y, 32 * 32) << p.describe();
+  st::segment_request chosen;
+  chosen.tile = {32, 32, 1};
+  EXPECT_THROW(static_cast<void>(st::plan_segments<ac>(st::grid<double>{256, 256}, 10, small, chosen)), logic_error)
+    << "a tile the caller chose stays as chosen";
+}
+
 TEST(StencilSegments, RequestsThatCannotRunAreLogicErrors)
 {
   using ac = allen_cahn_2d<float>;

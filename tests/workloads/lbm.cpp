@@ -7,6 +7,7 @@
 #include "common.hpp"
 
 #include <tapeflow/workloads/lbm.hpp>
+#include <tapeflow/workloads/lbm/stencil.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/revolve.hpp>
@@ -129,6 +130,61 @@ TEST_F(Lbm, EveryPipelineVariantGivesTheSameBits)
     EXPECT_EQ(r.chain.plan.tile_records, variant.tile);
 #endif
     EXPECT_TRUE(testing::same_bits(r.gradient, base.gradient));
+  }
+}
+
+TEST_F(Lbm, SegmentsGiveTheOneStepBitsWithATapeOfOneStatePerSegment)
+{
+  // Segments of k steps on the stencil library (kernels/lbm/stencil.hpp): the step pulls where the
+  // one-step chain pushes, its layer is the state once per segment where the chain's is every
+  // step's velocities, and the reverse recomputes the velocities from the state. Every k, and the
+  // mixed schedule at segment granularity, give the one-step chain's gradient. A GPU's 48 KiB of
+  // shared memory per block holds 4 steps of 9 fields (on tiles of a few cells); the CPU also
+  // takes a segment of every step.
+  lbm::problem const p{13, 10, 11, 0.7};
+  std::vector<float> const f0 = lbm::random_state<float>(p, testing::fresh_seed());
+  lbm::options one = on(testing::target);
+  one.policy = tape_policy::store;
+  std::size_t const layer = (p.values() + values_per_chunk<float> - 1) / values_per_chunk<float> * 16;
+  testing::expect_segments_give_the_one_step_bits(
+    one, testing::on_gpu ? std::vector<int>{2, 3, 4} : std::vector<int>{2, 3, 11}, layer, [&](lbm::options const& o) { return lbm::gradient(p, f0, o); },
+    [&](lbm::options const& o) { return lbm::segment_plan_of<float>(p, o); });
+  lbm::options longer = one;
+  longer.segment = 12;
+  EXPECT_THROW(static_cast<void>(lbm::gradient(p, f0, longer)), logic_error) << "a segment past the last step";
+  EXPECT_EQ(device_memory_usage(testing::target).current_bytes, 0u);
+}
+
+TEST_F(Lbm, AutoTakesWhicheverOfSegmentsAndVelocitiesMovesFewerBytes)
+{
+  lbm::problem const p{12, 9, 10, 0.8};
+  lbm::options o = on(testing::target);
+  o.policy = tape_policy::store;
+  o.segment = 0;
+  for (bool f64 : {false, true}) {
+    SCOPED_TRACE(f64 ? "f64" : "f32");
+    double const moved = f64 ? lbm::segment_plan_of<double>(p, o).states_per_step
+                             : lbm::segment_plan_of<float>(p, o).states_per_step;
+    bool const segments = moved < lbm::one_step_states_per_step;
+    EXPECT_EQ(f64 ? lbm::on_stencil_library<double>(p, o) : lbm::on_stencil_library<float>(p, o), segments);
+    // The chain runs one layer per segment, or one per step with the velocities as its layer.
+    chain_stats const planned = f64 ? lbm::plan<double>(p, o) : lbm::plan<float>(p, o);
+    std::size_t const k = static_cast<std::size_t>(f64 ? lbm::segment_plan_of<double>(p, o).k
+                                                       : lbm::segment_plan_of<float>(p, o).k);
+    EXPECT_EQ(planned.steps, segments ? (p.steps + k - 1) / k : p.steps) << moved << " states a step";
+    EXPECT_EQ(planned.layer_bytes == p.cells() * 2 * (f64 ? 8 : 4), !segments);
+  }
+  // The CPU's f32 segments fit 3 steps in its cache share and move under half the chain's bytes.
+  if (testing::target == backend::cpu) { EXPECT_TRUE(lbm::on_stencil_library<float>(p, o)); }
+  std::vector<float> const f0 = lbm::random_state<float>(p, testing::fresh_seed());
+  lbm::options store = o;
+  store.segment = 1;
+  std::vector<float> const chosen = lbm::gradient(p, f0, o).gradient;
+  std::vector<float> const chain = lbm::gradient(p, f0, store).gradient;
+  if (testing::on_gpu && !testing::emulated) {
+    EXPECT_LT(testing::relative_error(chosen, chain), 1e-6) << "kernels compiled apart may contract apart";
+  } else {
+    EXPECT_EQ(chosen, chain);
   }
 }
 

@@ -99,7 +99,8 @@ namespace detail {
 /// Plans segments of stencil S over `g` for `steps` time steps on `limits`' device: the tile, and
 /// k — as asked, or the one that moves the fewest bytes per step whose reverse fits on chip (each
 /// longer segment must save at least 5 % of the bytes to be taken: past that the recomputation,
-/// not the traffic, costs). Throws logic_error for an empty grid, no steps, a tile or k the device
+/// not the traffic, costs), over the default tile and its halvings. The default tile shrinks until
+/// the asked k fits. Throws logic_error for an empty grid, no steps, a tile or k the device
 /// cannot hold (naming the bytes), or axes the stencil does not have.
 template <class S>
 [[nodiscard]] segment_plan plan_segments(grid<typename S::value_type> const& g, std::size_t steps,
@@ -131,12 +132,25 @@ template <class S>
   bool const gpu = limits.kind != backend::cpu;
   p.scratch_limit = gpu ? limits.shared_mem_per_block : std::size_t{1} << 20;
   reach const r = reach::of<S>();
-  auto scratch = [&](int k) {
+  auto scratch_on = [&](tile_extent on, int k) {
     segment_shape const s{k, r};
-    std::size_t const values = reverse_scratch_values(s, t, dims, S::fields);
-    std::size_t const forward = forward_scratch_values(s, t, dims, S::fields);
+    std::size_t const values = reverse_scratch_values(s, on, dims, S::fields);
+    std::size_t const forward = forward_scratch_values(s, on, dims, S::fields);
     return (values > forward ? values : forward) * sizeof(T);
   };
+  auto scratch = [&](int k) { return scratch_on(t, k); };
+
+  // The default tile may be too large (for a long segment, or a stencil of many fields), or a
+  // smaller one may hold a longer segment that moves fewer bytes: the candidates are the default
+  // tile and its halvings (the longest axis halved each time). A tile the caller chose stays as
+  // chosen.
+  bool const chosen = request.tile.x != 0 || request.tile.y != 0 || request.tile.z != 0;
+  auto halved = [](tile_extent e) {
+    int& axis = e.x >= e.y && e.x >= e.z ? e.x : (e.y >= e.z ? e.y : e.z);
+    axis = (axis + 1) / 2;
+    return e;
+  };
+  auto smallest = [](tile_extent e) { return e.x == 1 && e.y == 1 && e.z == 1; };
 
   int const longest = static_cast<int>(steps < static_cast<std::size_t>(max_segment_steps) ? steps : max_segment_steps);
   auto halo_fits = [&](int k) { return request.max_halo == 0 || deepest_halo(segment_shape{k, r}) <= request.max_halo; };
@@ -149,13 +163,8 @@ template <class S>
     TAPEFLOW_EXPECTS(static_cast<std::size_t>(request.k) <= steps,
                      "segments of " + std::to_string(request.k) + " steps are longer than the " +
                        std::to_string(steps) + " steps of the gradient");
-    // A long segment on the default tile may not fit: the tile shrinks (its longest axis halved)
-    // until it does. A tile the caller chose stays as chosen.
-    bool const chosen = request.tile.x != 0 || request.tile.y != 0 || request.tile.z != 0;
-    while (!chosen && scratch(request.k) > p.scratch_limit && (t.x > 1 || t.y > 1 || t.z > 1)) {
-      int& axis = t.x >= t.y && t.x >= t.z ? t.x : (t.y >= t.z ? t.y : t.z);
-      axis = (axis + 1) / 2;
-    }
+    // The largest candidate tile the segment fits on.
+    while (!chosen && scratch(request.k) > p.scratch_limit && !smallest(t)) { t = halved(t); }
     TAPEFLOW_EXPECTS(scratch(request.k) <= p.scratch_limit,
                      "a segment of " + std::to_string(request.k) + " steps on tiles of " + std::to_string(t.x) + "x" +
                        std::to_string(t.y) + "x" + std::to_string(t.z) + " needs " + std::to_string(scratch(request.k)) +
@@ -163,22 +172,30 @@ template <class S>
                        ": ask for a shorter segment or a smaller tile");
     p.k = request.k;
   } else {
-    TAPEFLOW_EXPECTS(scratch(1) <= p.scratch_limit,
-                     "a stencil tile of " + std::to_string(t.x) + "x" + std::to_string(t.y) + "x" + std::to_string(t.z) +
-                       " needs " + std::to_string(scratch(1)) + " bytes on chip for one step; the device gives a tile " +
-                       std::to_string(p.scratch_limit) + ": ask for a smaller tile");
-    p.k = 1;
-    double best = detail::states_per_step(segment_shape{1, r}, t, dims);
     TAPEFLOW_EXPECTS(halo_fits(1), "one step reads " + std::to_string(deepest_halo(segment_shape{1, r})) +
                                      " planes beyond a slab's faces; the thinnest slab holds " +
                                      std::to_string(request.max_halo) + ": use fewer ranks");
-    for (int k = 2; k <= longest && scratch(k) <= p.scratch_limit && halo_fits(k); ++k) {
-      double const moved = detail::states_per_step(segment_shape{k, r}, t, dims);
-      if (moved < 0.95 * best) {
-        best = moved;
-        p.k = k;
+    // Every candidate tile, largest first, and every k that fits on it: the fewest bytes moved per
+    // step, a later candidate taken only when it saves at least 5 %.
+    double best = 0;
+    bool found = false;
+    tile_extent const first = t;
+    for (tile_extent on = first;; on = halved(on)) {
+      for (int k = 1; k <= longest && scratch_on(on, k) <= p.scratch_limit && halo_fits(k); ++k) {
+        double const moved = detail::states_per_step(segment_shape{k, r}, on, dims);
+        if (!found || moved < 0.95 * best) {
+          best = moved;
+          p.k = k;
+          t = on;
+          found = true;
+        }
       }
+      if (chosen || smallest(on)) { break; }
     }
+    TAPEFLOW_EXPECTS(found, "a stencil tile of " + std::to_string(first.x) + "x" + std::to_string(first.y) + "x" +
+                              std::to_string(first.z) + " needs " + std::to_string(scratch_on(first, 1)) +
+                              " bytes on chip for one step; the device gives a tile " +
+                              std::to_string(p.scratch_limit) + ": ask for a smaller tile");
   }
   p.tile = t;
   p.tiles = tiles_covering(g.nx, g.ny, g.nz, t);

@@ -22,6 +22,20 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, void const* fu
   attributes->maxThreadsPerBlock =
     config.kernel_max_threads > 0 ? std::min(config.kernel_max_threads, max_threads_per_block) : max_threads_per_block;
   attributes->sharedSizeBytes = 0;
+  auto const opted = dev().opted_in.find(function);
+  attributes->maxDynamicSharedSizeBytes =
+    static_cast<int>(opted == dev().opted_in.end() ? shared_per_block : opted->second);
+  return cudaSuccess;
+}
+
+cudaError_t cudaFuncSetAttribute(void const* function, cudaFuncAttribute attribute, int value) noexcept
+{
+  if (function == nullptr || attribute != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+      static_cast<std::size_t>(value) > shared_per_block_optin) {
+    return cudaErrorInvalidValue;
+  }
+  std::lock_guard<std::recursive_mutex> lock(dev().mutex);
+  dev().opted_in[function] = static_cast<std::size_t>(value);
   return cudaSuccess;
 }
 
@@ -38,7 +52,8 @@ cudaError_t cudaFuncGetName(char const** name, void const* function) noexcept
 
 namespace tapeflow::emu {
 
-void launch_kernel(dim3 grid, dim3 block, std::size_t dynamic_smem_bytes, cudaStream_t stream, kernel_body body)
+void launch_kernel(void const* function, dim3 grid, dim3 block, std::size_t dynamic_smem_bytes, cudaStream_t stream,
+                   kernel_body body)
 {
   std::lock_guard<std::recursive_mutex> lock(dev().mutex);
   std::size_t const threads = static_cast<std::size_t>(block.x) * block.y * block.z;
@@ -50,7 +65,10 @@ void launch_kernel(dim3 grid, dim3 block, std::size_t dynamic_smem_bytes, cudaSt
     last_error = cudaErrorInvalidConfiguration;
     return;
   }
-  if (dynamic_smem_bytes > shared_per_block) {  // no opt-in (cudaFuncSetAttribute) in tapeflow
+  // Past what a block gets without opting in, only as far as the kernel opted in to.
+  auto const opted = dev().opted_in.find(function);
+  std::size_t const allowed = opted == dev().opted_in.end() ? shared_per_block : opted->second;
+  if (dynamic_smem_bytes > allowed) {
     last_error = cudaErrorInvalidValue;
     return;
   }

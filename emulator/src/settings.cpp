@@ -107,6 +107,7 @@ settings configure(settings const& next)
   settings const previous = detail::dev().config;
   detail::dev().config = detail::resolved(next);
   detail::dev().launches = 0;  // launches are counted afresh: a seed gives the same schedules from here on
+  detail::dev().opted_in.clear();  // a device afresh: its kernels opt in again
   detail::epoch.fetch_add(1, std::memory_order_relaxed);
   return previous;
 }

@@ -69,6 +69,8 @@ struct device {
   cudaError_t sticky{cudaSuccess};
   std::string sticky_message;
   std::uint64_t launches{0};
+  /// The dynamic shared memory each kernel opted in to (cudaFuncSetAttribute), by kernel.
+  std::map<void const*, std::size_t> opted_in;
 
   device() { streams.insert(legacy); }
 };

@@ -57,6 +57,9 @@ struct device_limits {
   std::string name;
   int multiprocessors{1};                       ///< SMs / CUs / CPU threads
   std::size_t shared_mem_per_block{0};          ///< usable without opt-in
+  /// Usable by a kernel that opts in (device::opt_in_shared; the same as shared_mem_per_block
+  /// where there is nothing to opt in to: the CPU, HIP).
+  std::size_t shared_mem_per_block_optin{0};
   std::size_t shared_mem_per_multiprocessor{0};
   int max_threads_per_block{1};
   int max_threads_per_multiprocessor{1};

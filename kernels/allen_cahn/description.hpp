@@ -114,10 +114,7 @@ inline std::vector<bench_suite<description>> description::bench_suites()
        cases.push_back({"tapeflow-store-partials", p, store_options()});
        cases.back().options.content = tape_content::partials;
        // Segments (docs/stencils.md): every k-th state kept, each segment recomputed on chip.
-       for (int k : {0, 2, 4}) {
-         cases.push_back({k == 0 ? "tapeflow-segments-auto" : "tapeflow-segments-k" + std::to_string(k), p, store_options()});
-         cases.back().options.segment = k;
-       }
+       add_segment_cases(cases, p, store_options(), {0, 2, 4});
        return cases;
      }},
     {"launch_bound", 20, "Allen–Cahn 256² T500: small layers, store vs captured graph",

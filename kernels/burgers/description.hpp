@@ -74,12 +74,10 @@ inline std::vector<bench_suite<description>> description::bench_suites()
     {"burgers", 12, "Burgers 2^26 cells T100: primal vs gradient, one step per layer and in segments",
      [](bench_sizes const& s, std::string const&) {
        problem const p{s.size("burgers.n", std::size_t{1} << 26, std::size_t{1} << 20), s.size("burgers.steps", 100, 20)};
-       std::vector<case_t> cases;
-       for (int k : {1, 0, 4, 8}) {
-         cases.push_back({k == 1 ? "tapeflow-store" : k == 0 ? "tapeflow-segments-auto" : "tapeflow-segments-k" + std::to_string(k), p});
-         cases.back().options.policy = tape_policy::store;
-         cases.back().options.segment = k;
-       }
+       options store;
+       store.policy = tape_policy::store;
+       std::vector<case_t> cases{{"tapeflow-store", p, store}};
+       add_segment_cases(cases, p, store, {0, 4, 8});
        return cases;
      }},
   };

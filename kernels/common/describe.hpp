@@ -48,6 +48,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <tuple>
@@ -171,6 +172,25 @@ struct bench_suite {
   std::string help;  ///< one line for `tapeflow_bench --list`
   std::vector<bench_case<D>> (*cases)(bench_sizes const&, std::string const& dtype);
 };
+
+/// A stencil workload's segment rows (docs/stencils.md), appended to `cases`: for each k of `ks`
+/// under `base`, `tapeflow-segments-auto` (k = 0, the planner's) or `tapeflow-segments-k<k>`;
+/// then, on a GPU whose blocks get more shared memory on opt-in, `tapeflow-segments-auto-optin`.
+template <class D>
+void add_segment_cases(std::vector<bench_case<D>>& cases, typename D::problem const& p,
+                       typename D::options const& base, std::initializer_list<int> ks)
+{
+  for (int k : ks) {
+    cases.push_back({k == 0 ? "tapeflow-segments-auto" : "tapeflow-segments-k" + std::to_string(k), p, base});
+    cases.back().options.segment = k;
+  }
+  cases.push_back({"tapeflow-segments-auto-optin", p, base});
+  cases.back().options.segment = 0;
+  cases.back().options.shared_opt_in = true;
+  cases.back().runs_on = [](device_limits const& d) {
+    return d.kind != backend::cpu && d.shared_mem_per_block_optin > d.shared_mem_per_block;
+  };
+}
 
 /// Sums of the parts' sizes.
 [[nodiscard]] std::size_t total_values(std::vector<array_spec> const& parts) noexcept;

@@ -60,6 +60,9 @@ struct stencil_options : run_options {
   /// the segment planner pick K. Segments tape the state's values
   /// (kernels/common/stencil_workload.hpp).
   int segment{1};
+  /// GPU: segments may use the shared memory a block gets on opt-in, not only 48 KiB
+  /// (stencil::segment_request::shared_opt_in).
+  bool shared_opt_in{false};
 };
 
 /// The chain's share of a chain workload's options.

@@ -37,6 +37,7 @@ template <class S>
 {
   tapeflow::stencil::segment_request r;
   r.k = o.segment;
+  r.shared_opt_in = o.shared_opt_in;
   device_limits const limits = query_device_limits(o.kind);
   if (o.ranks) { return tapeflow::stencil::plan_slab_segments<S>(whole, steps, limits, r, *o.ranks); }
   return tapeflow::stencil::plan_segments<S>(whole, steps, limits, r);

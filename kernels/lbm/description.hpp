@@ -87,11 +87,7 @@ struct description {
                  4;
                cases[1].may_not_fit = true;
                // Segments (docs/stencils.md): every k-th state kept, each segment recomputed on chip.
-               for (int k : {0, 2, 4}) {
-                 cases.push_back({k == 0 ? "tapeflow-segments-auto" : "tapeflow-segments-k" + std::to_string(k), p});
-                 cases.back().options.policy = tape_policy::store;
-                 cases.back().options.segment = k;
-               }
+               add_segment_cases(cases, p, cases[0].options, {0, 2, 4});
                return cases;
              }}};
   }

@@ -166,9 +166,14 @@ TEST(Emulator, BadLaunchShapesAreTypedErrors)
   // > 1024 threads: the launch path refuses it from the kernel's attributes, and the emulator's
   // own launch (what a launch that bypassed the helper would reach) with cudaErrorInvalidConfiguration.
   EXPECT_THROW(device::launch(trap_kernel, 1, 2048, 0, {}, out.data), logic_error);
-  emu::launch_kernel(dim3(1), dim3(2048), 0, nullptr, [] {});
+  emu::launch_kernel(reinterpret_cast<void const*>(&trap_kernel), dim3(1), dim3(2048), 0, nullptr, [] {});
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidConfiguration);
-  EXPECT_THROW(device::launch(rotate_kernel<true>, 1, 32, 64 * 1024, {}, out.data), platform_error);  // > 48 KiB
+  // Past 48 KiB of shared memory only as far as the kernel opted in: the launch path opts in (up
+  // to the device's 227 KiB), a launch that bypassed it is refused.
+  EXPECT_NO_THROW(device::launch(rotate_kernel<true>, 1, 32, 64 * 1024, {}, out.data));
+  EXPECT_THROW(device::launch(rotate_kernel<true>, 1, 32, 228 * 1024, {}, out.data), platform_error);
+  emu::launch_kernel(reinterpret_cast<void const*>(&trap_kernel), dim3(1), dim3(32), 64 * 1024, nullptr, [] {});
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue) << "a kernel that did not opt in";
   EXPECT_THROW(device::launch(trap_kernel, 0, 32, 0, {}, out.data), logic_error);          // an empty grid
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }

@@ -43,11 +43,10 @@ using namespace tapeflow::testing::stencils;
 
 template <class S, class T = typename S::value_type>
 gradient_of<T> segmented_gradient(S const& s, st::grid<T> const& g, std::size_t steps, int k, tape_policy policy,
-                                  std::vector<T> const& u0)
+                                  std::vector<T> const& u0, st::segment_request request = {})
 {
-  st::segment_request request;
   request.k = k;
-  request.tile = test_tile(S::dims);
+  if (request.tile.x == 0) { request.tile = test_tile(S::dims); }
   request.block_threads = 64;
   st::segment_plan const plan = st::plan_segments<S>(g, steps, query_device_limits(target), request);
   auto step = make_segments(s, g, plan);
@@ -99,6 +98,32 @@ void check_every_length(S const& s, st::grid<T> const& g, std::size_t steps, std
       EXPECT_EQ(r.stats.tape_bytes, segments * padded_state) << "the tape is one state per segment";
     }
   }
+}
+
+TEST(StencilSegments, ATilePastFortyEightKiBOptsInAndGivesTheSameBits)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  // Segments of 5 steps on 32 x 32 tiles of a 2-D radius-1 f32 stencil need 56.6 KB on chip: past
+  // the 48 KiB every block gets, within what a GPU block gets on opt-in.
+  allen_cahn_2d<float> const s{{0.1f, 0.2f}};
+  st::grid<float> const g{70, 40, 1};
+  std::vector<float> const u0 = random_state<float>(g.cells(), 20261125u, -1.0, 1.0);
+  st::segment_request big;
+  big.tile = {32, 32, 1};
+  big.k = 5;
+  device_limits const limits = query_device_limits(target);
+  if constexpr (on_gpu) {
+    EXPECT_THROW(static_cast<void>(st::plan_segments<allen_cahn_2d<float>>(g, 10, limits, big)), logic_error)
+      << "without opting in";
+  }
+  big.shared_opt_in = true;
+  st::segment_plan const plan = st::plan_segments<allen_cahn_2d<float>>(g, 10, limits, big);
+  EXPECT_EQ(plan.k, 5);
+  if constexpr (on_gpu) { EXPECT_GT(plan.scratch_bytes, std::size_t{48 * 1024}) << plan.describe(); }
+  gradient_of<float> const one = segmented_gradient(s, g, 10, 1, tape_policy::store, u0);
+  gradient_of<float> const r = segmented_gradient(s, g, 10, 5, tape_policy::store, u0, big);
+  EXPECT_TRUE(same_bits(r.final_state, one.final_state));
+  EXPECT_TRUE(same_bits(r.gradient, one.gradient)) << "off by " << relative_difference(r.gradient, one.gradient);
 }
 
 TEST(StencilSegments, AllenCahnEveryLengthAndPolicyGivesTheBitsOfOneStepSegments)

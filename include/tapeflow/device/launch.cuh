@@ -119,9 +119,29 @@ kernel_facts const& facts_of(void (*kernel)(Params...))
   return facts_of(reinterpret_cast<void const*>(kernel));
 }
 
+/// Dynamic shared memory any kernel may launch with before it opts in to more (CUDA's 48 KiB).
+inline constexpr std::size_t shared_without_opt_in = 48 * 1024;
+
+/// Lets `kernel` launch with `bytes` of dynamic shared memory: past shared_without_opt_in its
+/// limit is raised (cudaFuncAttributeMaxDynamicSharedMemorySize), once per kernel, device and
+/// size reached. Throws platform_error past the device's opt-in limit
+/// (device_limits::shared_mem_per_block_optin).
+inline void opt_in_shared(void const* kernel, std::size_t bytes)
+{
+  if (bytes <= shared_without_opt_in) { return; }
+  static std::mutex mutex;
+  static std::map<std::pair<void const*, std::uint64_t>, std::size_t> raised;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::size_t& to = raised[{kernel, detail::current_device()}];
+  if (bytes <= to) { return; }
+  TAPEFLOW_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  to = bytes;
+}
+
 /// tapeflow's one kernel launch path: `kernel<<<grid, block, smem_bytes, stream>>>(args...)` on CUDA
 /// and HIP, a launch of fibers on the emulated device; the launch is checked (a bad shape or a
-/// launch failure throws platform_error). `grid` and `block` are dim3 or positive integers; the
+/// launch failure throws platform_error). A launch past 48 KiB of shared memory opts its kernel in
+/// first (opt_in_shared). `grid` and `block` are dim3 or positive integers; the
 /// arguments convert to the kernel's parameter types as a CUDA launch converts them.
 template <class... Params, class Grid, class Block, class... Args>
 void launch(void (*kernel)(Params...), Grid grid, Block block, std::size_t smem_bytes, stream_view stream,
@@ -144,6 +164,7 @@ void launch(void (*kernel)(Params...), Grid grid, Block block, std::size_t smem_
                      " code, and the bulk-copy pipeline needs sm_" +
                      std::to_string(detail::required_binary_version()) +
                      " code: build for that architecture, or plan without bulk_copy");
+  opt_in_shared(reinterpret_cast<void const*>(kernel), smem_bytes);
   detail::launch_kernel(kernel, g, b, smem_bytes, to_native(stream), std::forward<Args>(args)...);
   TAPEFLOW_CHECK_LAUNCH();
 }

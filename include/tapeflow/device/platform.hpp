@@ -45,6 +45,8 @@
 #define cudaFreeAsync hipFreeAsync
 #define cudaFuncAttributes hipFuncAttributes
 #define cudaFuncGetAttributes hipFuncGetAttributes
+#define cudaFuncSetAttribute hipFuncSetAttribute
+#define cudaFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 #define cudaFreeHost hipHostFree
 #define cudaDeviceGetDefaultMemPool hipDeviceGetDefaultMemPool
 #define cudaGetDevice hipGetDevice

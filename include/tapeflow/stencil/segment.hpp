@@ -34,6 +34,9 @@ struct segment_request {
   /// Most planes a segment may read beyond the grid's faces (a slab's thinnest neighbour,
   /// tapeflow/stencil/slab.hpp); 0: no limit.
   int max_halo{0};
+  /// GPU: let a tile hold the shared memory a block gets on opt-in (227 KiB on an H100), not only
+  /// the 48 KiB every block gets (device::opt_in_shared). Longer segments, fewer blocks resident.
+  bool shared_opt_in{false};
 };
 
 /// What the segment planner decided.
@@ -130,7 +133,10 @@ template <class S>
   TAPEFLOW_EXPECTS(request.max_halo >= 0, "a segment's halo limit cannot be negative");
 
   bool const gpu = limits.kind != backend::cpu;
-  p.scratch_limit = gpu ? limits.shared_mem_per_block : std::size_t{1} << 20;
+  std::size_t const per_block = request.shared_opt_in && limits.shared_mem_per_block_optin > limits.shared_mem_per_block
+                                  ? limits.shared_mem_per_block_optin
+                                  : limits.shared_mem_per_block;
+  p.scratch_limit = gpu ? per_block : std::size_t{1} << 20;
   reach const r = reach::of<S>();
   auto scratch_on = [&](tile_extent on, int k) {
     segment_shape const s{k, r};

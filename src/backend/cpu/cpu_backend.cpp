@@ -41,6 +41,7 @@ device_limits cpu_limits(int ordinal)
   limits.multiprocessors = static_cast<int>(tapeflow::cpu::threads());  // the pool's threads run the steps
   limits.name = "host CPU (" + std::to_string(limits.multiprocessors) + " threads)";
   limits.shared_mem_per_block = cpu_staging_bytes;
+  limits.shared_mem_per_block_optin = cpu_staging_bytes;
   limits.shared_mem_per_multiprocessor = cpu_staging_bytes;
   limits.max_threads_per_block = 1;
   limits.max_threads_per_multiprocessor = 1;

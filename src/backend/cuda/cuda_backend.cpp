@@ -86,6 +86,11 @@ device_limits read_limits(int ordinal)
   limits.name = props.name;
   limits.multiprocessors = attribute(cudaDevAttrMultiProcessorCount);
   limits.shared_mem_per_block = static_cast<std::size_t>(attribute(cudaDevAttrMaxSharedMemoryPerBlock));
+#if defined(TAPEFLOW_PLATFORM_HIP)
+  limits.shared_mem_per_block_optin = limits.shared_mem_per_block;  // the attribute is CUDA's only
+#else
+  limits.shared_mem_per_block_optin = static_cast<std::size_t>(attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin));
+#endif
   limits.shared_mem_per_multiprocessor =
     static_cast<std::size_t>(attribute(cudaDevAttrMaxSharedMemoryPerMultiprocessor));
   limits.max_threads_per_block = attribute(cudaDevAttrMaxThreadsPerBlock);

@@ -35,7 +35,7 @@ template <class... Params, class... Args>
 void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem_bytes, cudaStream_t stream,
                    Args&&... args)
 {
-  ::tapeflow::emu::launch_kernel(grid, block, smem_bytes, stream,
+  ::tapeflow::emu::launch_kernel(reinterpret_cast<void const*>(kernel), grid, block, smem_bytes, stream,
                                  [kernel, params = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)] {
                                    std::apply(kernel, params);
                                  });

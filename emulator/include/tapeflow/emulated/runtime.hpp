@@ -109,8 +109,14 @@ struct cudaFuncAttributes {
   int ptxVersion;
   int maxThreadsPerBlock;
   std::size_t sharedSizeBytes;
+  int maxDynamicSharedSizeBytes;
 };
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, void const* function) noexcept;
+enum cudaFuncAttribute : int { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+/// Raises (or lowers) the dynamic shared memory a kernel's launches may ask for, up to the
+/// device's opt-in limit (cudaErrorInvalidValue past it); without it a launch may ask for what a
+/// block gets without opting in.
+cudaError_t cudaFuncSetAttribute(void const* function, cudaFuncAttribute attribute, int value) noexcept;
 /// The kernel's (mangled) symbol where the dynamic linker knows it; cudaErrorInvalidDeviceFunction
 /// otherwise (a symbol the executable does not export).
 cudaError_t cudaFuncGetName(char const** name, void const* function) noexcept;
@@ -201,7 +207,8 @@ using kernel_body = std::function<void()>;
 
 /// Enqueues a kernel launch on `stream` (checked like a CUDA launch: a bad shape sets the last
 /// error and runs nothing).
-void launch_kernel(dim3 grid, dim3 block, std::size_t dynamic_smem_bytes, cudaStream_t stream, kernel_body body);
+void launch_kernel(void const* function, dim3 grid, dim3 block, std::size_t dynamic_smem_bytes, cudaStream_t stream,
+                   kernel_body body);
 
 /// Enqueues host work on `stream`, run in stream order like a kernel (the emulated CUB and
 /// cuBLAS routines are such work).

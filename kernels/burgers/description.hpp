@@ -17,7 +17,7 @@
 
 namespace tapeflow::workloads::burgers {
 
-struct description {
+struct description : stencil_description {
   static constexpr workload_text text{
     "burgers", "viscous Burgers on a periodic line, a stencil read through halos: dL/du0",
     "Computes L = 0.5 * sum(u_T^2) after T steps of\n"
@@ -28,8 +28,7 @@ struct description {
     "  G.bin    dL/du0: n values"};
   static constexpr precision precisions = precision::f32_f64;
   static constexpr tape_kind tape = tape_kind::chain;
-  /// Under mpirun, the line is cut into segments of cells over the ranks (docs/distributed.md).
-  static constexpr bool decomposes = true;
+  // Under mpirun, the line is cut into segments of cells over the ranks (docs/distributed.md).
   using problem = burgers::problem;
   using options = burgers::options;
   static constexpr auto fields = std::make_tuple(
@@ -38,9 +37,6 @@ struct description {
     real("a", &problem::a, "A", "advection number dt / (2 dx) (default 0.1)", "a"),
     real("b", &problem::b, "B", "diffusion number nu dt / dx^2, at most 0.5 (default 0.2)", "b"));
 
-  static std::vector<cli::flag_spec> option_flags() { return {segment_flag()}; }
-  static void read_options(cli::parsed_args const& args, options& o) { o.segment = segment_of(args); }
-  static std::string variant_of(options const& o) { return segment_variant(o.segment); }
   static std::string size_key(problem const& p, std::string const& dtype) { return "n" + std::to_string(p.n) + " T" + std::to_string(p.steps) + " " + dtype; }
   static std::vector<array_spec> inputs(problem const& p) { return {{"u0", p.n}}; }
   static std::vector<array_spec> gradients(problem const& p) { return {{"dL/du0", p.n}}; }

@@ -28,6 +28,7 @@
 // and optionally:
 //   static constexpr bool gpu = false;       no GPU kernels yet: its GPU tests and suites are not made
 //   static constexpr bool decomposes = true; runs cut over MPI ranks (docs/distributed.md)
+//       (a stencil workload derives from stencil_description, which gives this and the next three)
 //   static std::vector<cli::flag_spec> option_flags();          the workload's own options
 //   static void read_options(cli::parsed_args const&, options&);
 //   static std::string variant_of(options const&);
@@ -42,6 +43,7 @@
 
 #include "args.hpp"
 #include "json.hpp"
+#include "run_options.hpp"
 #include "session.hpp"
 
 #include <tapeflow/error.hpp>
@@ -225,6 +227,17 @@ template <class T>
 /// What a stencil workload's segment length adds to its benchmark row's variant: "" for one step
 /// per layer, "segment-auto", "segment4".
 [[nodiscard]] std::string segment_variant(int segment);
+
+/// What the description of a workload whose step is a stencil derives from (`struct description :
+/// stencil_description`): it runs cut over MPI ranks, takes --segment K|auto, and its benchmark
+/// rows name their segment length. A workload with options of its own beside `segment` declares
+/// these three itself (Allen–Cahn).
+struct stencil_description {
+  static constexpr bool decomposes = true;
+  static std::vector<cli::flag_spec> option_flags() { return {segment_flag()}; }
+  static void read_options(cli::parsed_args const& args, stencil_options& o) { o.segment = segment_of(args); }
+  static std::string variant_of(stencil_options const& o) { return segment_variant(o.segment); }
+};
 
 /// The least bytes a stencil workload's gradient of `steps` steps over a state of `state_bytes`
 /// moves: in segments, what their plan counts (the report's states_moved_per_step, halos

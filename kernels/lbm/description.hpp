@@ -17,7 +17,7 @@
 
 namespace tapeflow::workloads::lbm {
 
-struct description {
+struct description : stencil_description {
   static constexpr workload_text text{
     "lbm", "LBM D2Q9 (BGK collision and streaming) on a periodic lattice: dL/df0 for L = 0.5 * sum(f_T^2)",
     "Computes L = 0.5 * sum(f_T^2) after T steps of D2Q9 BGK collision (omega = 1/tau) and\n"
@@ -29,8 +29,7 @@ struct description {
     "  G.bin    dL/df0: the same layout"};
   static constexpr precision precisions = precision::f32_f64;
   static constexpr tape_kind tape = tape_kind::chain;
-  /// Under mpirun, the lattice is cut into slabs of rows over the ranks (docs/distributed.md).
-  static constexpr bool decomposes = true;
+  // Under mpirun, the lattice is cut into slabs of rows over the ranks (docs/distributed.md).
   using problem = lbm::problem;
   using options = lbm::options;
   static constexpr auto fields = std::make_tuple(
@@ -39,9 +38,6 @@ struct description {
     count("steps", &problem::steps, "T", "time steps", "T", flag_use::required, 1, std::size_t{1} << 32),
     real("tau", &problem::tau, "TAU", "BGK relaxation time, above 0.5 (default 0.8)", "tau"));
 
-  static std::vector<cli::flag_spec> option_flags() { return {segment_flag()}; }
-  static void read_options(cli::parsed_args const& args, options& o) { o.segment = segment_of(args); }
-  static std::string variant_of(options const& o) { return segment_variant(o.segment); }
   static std::string size_key(problem const& p, std::string const& dtype)
   {
     return std::to_string(p.nx) + "x" + std::to_string(p.ny) + " T" + std::to_string(p.steps) + " " + dtype;

@@ -37,9 +37,10 @@ struct description {
 
   static std::vector<cli::flag_spec> option_flags()
   {
-    return {{"tape", "values|partials",
-             "what the tape holds per cell: u, or r'(u) by forward-mode duals (default values)"},
-            segment_flag()};
+    std::vector<cli::flag_spec> flags{
+      {"tape", "values|partials", "what the tape holds per cell: u, or r'(u) by forward-mode duals (default values)"}};
+    for (cli::flag_spec& f : segment_flags()) { flags.push_back(std::move(f)); }
+    return flags;
   }
   static void read_options(cli::parsed_args const& args, options& o)
   {
@@ -48,7 +49,7 @@ struct description {
       throw cli::usage_error("--tape must be values or partials, got '" + taped + "'");
     }
     o.content = taped == "values" ? tape_content::values : tape_content::partials;
-    o.segment = segment_of(args);
+    read_segment_options(args, o);
     if (o.segment != 1 && o.content == tape_content::partials) {
       throw cli::usage_error("--segment needs --tape values: a segment's layer is the state itself");
     }
@@ -60,7 +61,7 @@ struct description {
   static std::string variant_of(options const& o)
   {
     if (o.content == tape_content::partials) { return "partials"; }
-    return segment_variant(o.segment);
+    return segment_variant(o);
   }
 
   static std::vector<array_spec> inputs(problem const& p) { return {{"u0", p.n * p.n}}; }

@@ -79,23 +79,34 @@ void read_field(cli::parsed_args const& args, field_info const& f, std::vector<s
 
 }  // namespace detail
 
-cli::flag_spec segment_flag()
+std::vector<cli::flag_spec> segment_flags()
 {
-  return {"segment", "K|auto",
-          "steps per segment: 1 (default) one step per layer; K > 1 keeps every K-th state and\n"
-          "recomputes each segment on chip in the reverse; auto lets the planner pick K (docs/stencils.md)"};
+  return {{"segment", "K|auto",
+           "steps per segment: 1 (default) one step per layer; K > 1 keeps every K-th state and\n"
+           "recomputes each segment on chip in the reverse; auto lets the planner pick K (docs/stencils.md)"},
+          {"shared-opt-in", "",
+           "GPU: a segment's tile may hold the shared memory a block gets on opt-in (227 KiB on an\n"
+           "H100), not only 48 KiB: longer segments, fewer blocks resident (needs --segment K or auto)"}};
 }
 
-int segment_of(cli::parsed_args const& args)
+void read_segment_options(cli::parsed_args const& args, stencil_options& o)
 {
-  if (args.text("segment", "1") == "auto") { return 0; }
-  return static_cast<int>(cli::count_of(args, "segment", 1, tapeflow::stencil::max_segment_steps, 1));
+  if (args.text("segment", "1") == "auto") {
+    o.segment = 0;
+  } else {
+    o.segment = static_cast<int>(cli::count_of(args, "segment", 1, tapeflow::stencil::max_segment_steps, 1));
+  }
+  o.shared_opt_in = args.has("shared-opt-in");
+  if (o.shared_opt_in && o.segment == 1) {
+    throw cli::usage_error("--shared-opt-in sizes a segment's tiles: give --segment K (K > 1) or --segment auto");
+  }
 }
 
-std::string segment_variant(int segment)
+std::string segment_variant(stencil_options const& o)
 {
-  if (segment == 0) { return "segment-auto"; }
-  return segment > 1 ? "segment" + std::to_string(segment) : "";
+  std::string const optin = o.shared_opt_in ? "-optin" : "";
+  if (o.segment == 0) { return "segment-auto" + optin; }
+  return o.segment > 1 ? "segment" + std::to_string(o.segment) + optin : "";
 }
 
 double stencil_bench_bytes(tape_report const& r, double state_bytes, std::size_t steps)

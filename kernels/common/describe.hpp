@@ -218,25 +218,27 @@ template <class T>
   return {arrays.begin(), arrays.end()};
 }
 
-/// The --segment flag of a workload whose step is a stencil (stencil_options::segment).
-[[nodiscard]] cli::flag_spec segment_flag();
-/// The steps per segment --segment K|auto asks for (1 when absent, 0 for auto). Throws
-/// cli::usage_error for anything but auto or 1 to stencil::max_segment_steps.
-[[nodiscard]] int segment_of(cli::parsed_args const& args);
+/// The flags of a workload whose step is a stencil: --segment K|auto (stencil_options::segment)
+/// and --shared-opt-in (stencil_options::shared_opt_in).
+[[nodiscard]] std::vector<cli::flag_spec> segment_flags();
+/// Reads them into `o`: the steps per segment (1 when absent, 0 for auto) and the opt-in. Throws
+/// cli::usage_error for a segment other than auto or 1 to stencil::max_segment_steps, and for
+/// --shared-opt-in without segments.
+void read_segment_options(cli::parsed_args const& args, stencil_options& o);
 
-/// What a stencil workload's segment length adds to its benchmark row's variant: "" for one step
-/// per layer, "segment-auto", "segment4".
-[[nodiscard]] std::string segment_variant(int segment);
+/// What a stencil workload's segments add to its benchmark row's variant: "" for one step per
+/// layer, "segment-auto", "segment4", "segment4-optin".
+[[nodiscard]] std::string segment_variant(stencil_options const& o);
 
 /// What the description of a workload whose step is a stencil derives from (`struct description :
-/// stencil_description`): it runs cut over MPI ranks, takes --segment K|auto, and its benchmark
+/// stencil_description`): it runs cut over MPI ranks, takes --segment K|auto and --shared-opt-in, and its benchmark
 /// rows name their segment length. A workload with options of its own beside `segment` declares
 /// these three itself (Allen–Cahn).
 struct stencil_description {
   static constexpr bool decomposes = true;
-  static std::vector<cli::flag_spec> option_flags() { return {segment_flag()}; }
-  static void read_options(cli::parsed_args const& args, stencil_options& o) { o.segment = segment_of(args); }
-  static std::string variant_of(stencil_options const& o) { return segment_variant(o.segment); }
+  static std::vector<cli::flag_spec> option_flags() { return segment_flags(); }
+  static void read_options(cli::parsed_args const& args, stencil_options& o) { read_segment_options(args, o); }
+  static std::string variant_of(stencil_options const& o) { return segment_variant(o); }
 };
 
 /// The least bytes a stencil workload's gradient of `steps` steps over a state of `state_bytes`

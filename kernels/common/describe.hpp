@@ -189,9 +189,7 @@ void add_segment_cases(std::vector<bench_case<D>>& cases, typename D::problem co
   cases.push_back({"tapeflow-segments-auto-optin", p, base});
   cases.back().options.segment = 0;
   cases.back().options.shared_opt_in = true;
-  cases.back().runs_on = [](device_limits const& d) {
-    return d.kind != backend::cpu && d.shared_mem_per_block_optin > d.shared_mem_per_block;
-  };
+  cases.back().runs_on = [](device_limits const& d) { return d.shared_mem_per_block_optin > d.shared_mem_per_block; };
 }
 
 /// Sums of the parts' sizes.

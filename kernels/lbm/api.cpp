@@ -41,7 +41,7 @@ template <class T>
 chain_stats plan(problem const& p, options const& o)
 {
   validate(p, p.values());
-  if (on_stencil_library<T>(p, o)) { return plan_stencil_chain<stencil<T>>(grid_of<T>(p), segment_plan_of<T>(p, o), o); }
+  if (auto const segments = segments_of<T>(p, o)) { return plan_stencil_chain<stencil<T>>(grid_of<T>(p), *segments, o); }
   return plan_chain(sizeof(record<T>), records_per_layer<T>(p.cells()), p.steps, p.values() * sizeof(T),
                     chain_options_of(o));
 }

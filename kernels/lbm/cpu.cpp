@@ -63,11 +63,10 @@ struct cpu_step {
 template <class T>
 std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
-  if (on_stencil_library<T>(p, o)) {
+  if (auto const plan = segments_of<T>(p, o)) {
     tapeflow::stencil::grid<T> const g = grid_of<T>(p);
-    tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
-    auto step = tapeflow::stencil::make_cpu_segments(stencil<T>{omega_of<T>(p)}, g, plan, o.ranks);
-    return open_stencil_chain<stencil<T>>(std::move(step), g, plan, o, host_half_squares<T>{});
+    auto step = tapeflow::stencil::make_cpu_segments(stencil<T>{omega_of<T>(p)}, g, *plan, o.ranks);
+    return open_stencil_chain<stencil<T>>(std::move(step), g, *plan, o, host_half_squares<T>{});
   }
   auto staging = std::make_shared<cpu::ring_stats>();
   cpu_step<T> step{p.nx, p.ny, omega_of<T>(p), staging};

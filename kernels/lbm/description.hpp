@@ -55,7 +55,7 @@ struct description : stencil_description {
   static tape_report plan(problem const& p, options const& o)
   {
     tape_report r = chain_report(lbm::plan<T>(p, o));
-    if (on_stencil_library<T>(p, o)) { report_segments(r, segment_plan_of<T>(p, o)); }
+    if (auto const segments = segments_of<T>(p, o)) { report_segments(r, *segments); }
     return r;
   }
 

@@ -103,13 +103,19 @@ TAPEFLOW_HOST_DEVICE moments<T> moments_of(T const (&f)[directions]) noexcept
   return {rho, {mx / rho, my / rho}};
 }
 
-/// The post-collision value along direction i of a cell whose pre-collision value there is `fi`
-/// and whose moments are `m`: the one expression collide() and a pulling step both evaluate, so
-/// that they give the same bits.
+/// |u|² of a cell's velocity.
 template <class T>
-TAPEFLOW_HOST_DEVICE T relaxed(T fi, int i, moments<T> const& m, T omega) noexcept
+TAPEFLOW_HOST_DEVICE T squared(velocity<T> u) noexcept
 {
-  T const usq = m.u.x * m.u.x + m.u.y * m.u.y;
+  return u.x * u.x + u.y * u.y;
+}
+
+/// The post-collision value along direction i of a cell whose pre-collision value there is `fi`,
+/// whose moments are `m` and whose |u|² is `usq`: the one expression collide() and a pulling step
+/// both evaluate, so that they give the same bits.
+template <class T>
+TAPEFLOW_HOST_DEVICE T relaxed(T fi, int i, moments<T> const& m, T usq, T omega) noexcept
+{
   T const cu = T(cx(i)) * m.u.x + T(cy(i)) * m.u.y;
   T const feq = weight<T>(i) * m.rho * (T(1) + T(3) * cu + T(4.5) * cu * cu - T(1.5) * usq);
   return fi - omega * (fi - feq);
@@ -121,7 +127,8 @@ template <class T>
 TAPEFLOW_HOST_DEVICE velocity<T> collide(T const (&f)[directions], T omega, T (&post)[directions]) noexcept
 {
   moments<T> const m = moments_of(f);
-  for (int i = 0; i < directions; ++i) { post[i] = relaxed(f[i], i, m, omega); }
+  T const usq = squared(m.u);
+  for (int i = 0; i < directions; ++i) { post[i] = relaxed(f[i], i, m, usq, omega); }
   return m.u;
 }
 
@@ -131,7 +138,7 @@ template <class T>
 TAPEFLOW_HOST_DEVICE void collide_adjoint(velocity<T> u, T const (&gbar)[directions], T omega,
                                           T (&g)[directions]) noexcept
 {
-  T const usq = u.x * u.x + u.y * u.y;
+  T const usq = squared(u);
   T a = 0;
   T bx = 0;
   T by = 0;

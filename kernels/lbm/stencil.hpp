@@ -12,7 +12,7 @@
 //
 // One step per layer stays with the chain of cuda_step.cuh and cpu.cpp, whose layer is the cells'
 // velocities (2 of 9 values); a segment's layer is the whole state once per k steps. With
-// --segment auto the workload takes whichever of the two moves fewer bytes (on_stencil_library).
+// --segment auto the workload takes whichever of the two moves fewer bytes (segments_of).
 #pragma once
 
 #include "lbm.hpp"
@@ -24,6 +24,7 @@
 #include <tapeflow/stencil/stencil.hpp>
 #include <tapeflow/workloads/common/stencil_workload.hpp>
 
+#include <optional>
 #include <utility>
 
 namespace tapeflow::workloads::lbm {
@@ -60,7 +61,8 @@ struct stencil {
     for (int i = 0; i < directions; ++i) {
       T f[directions];  // the cell x - c_i
       for (int j = 0; j < directions; ++j) { f[j] = u[i * directions + j]; }
-      out[i] = relaxed(f[i], i, moments_of(f), omega);
+      moments<T> const m = moments_of(f);
+      out[i] = relaxed(f[i], i, m, squared(m.u), omega);
     }
   }
   TAPEFLOW_HOST_DEVICE void adjoint(T const* u, T const* g, T* lambda) const
@@ -97,15 +99,24 @@ template <class T>
 /// forward, g read and written in the reverse, and the layer of 2 values per cell written and read.
 inline constexpr double one_step_states_per_step = 4.0 + 2.0 * 2.0 / directions;
 
-/// Whether the problem runs on the stencil library: over ranks, in segments of K > 1, or, with
-/// --segment auto, when the planner's segments move fewer bytes than the one-step chain. Throws
-/// what segment_plan_of throws.
+/// The segments the problem runs in on the stencil library, planned once (collectively over
+/// o.ranks): over ranks, in segments of K > 1, or, with --segment auto, when the planner's segments
+/// move fewer bytes than the one-step chain; none when the one-step chain runs. Throws what
+/// segment_plan_of throws.
+template <class T>
+[[nodiscard]] std::optional<tapeflow::stencil::segment_plan> segments_of(problem const& p, options const& o)
+{
+  if (o.segment == 1 && !o.ranks) { return std::nullopt; }
+  tapeflow::stencil::segment_plan plan = segment_plan_of<T>(p, o);
+  if (o.segment == 0 && !o.ranks && plan.states_per_step >= one_step_states_per_step) { return std::nullopt; }
+  return plan;
+}
+
+/// Whether the problem runs on the stencil library (segments_of has a plan).
 template <class T>
 [[nodiscard]] bool on_stencil_library(problem const& p, options const& o)
 {
-  if (o.ranks || o.segment > 1) { return true; }
-  if (o.segment == 1) { return false; }
-  return segment_plan_of<T>(p, o).states_per_step < one_step_states_per_step;
+  return segments_of<T>(p, o).has_value();
 }
 
 }  // namespace tapeflow::workloads::lbm

@@ -33,9 +33,19 @@ def parse_args(description: str) -> argparse.Namespace:
 
 
 def median_ms_torch(fn: Callable[[], object], warmup: int, repeats: int) -> float:
-    """Median of CUDA-event-timed calls of fn() after warm-up calls (PyTorch)."""
+    """Median of CUDA-event-timed calls of fn() after warm-up calls (PyTorch); without CUDA (a
+    peer's CPU smoke run), of wall-clock-timed calls."""
     import torch
 
+    if not torch.cuda.is_available():
+        for _ in range(warmup):
+            fn()
+        samples = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            samples.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(samples)
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -69,6 +79,8 @@ def median_ms_jax(fn: Callable[[], object], warmup: int, repeats: int) -> float:
 def torch_peak_bytes(reset: bool = False) -> int:
     import torch
 
+    if not torch.cuda.is_available():
+        return 0
     if reset:
         torch.cuda.reset_peak_memory_stats()
         return 0

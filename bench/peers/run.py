@@ -31,7 +31,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--results", required=True, help="results file to extend (tapeflow_bench's output)")
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--only", default="", help="comma-separated workloads (allen_cahn, lbm, gmm, lstm)")
+    p.add_argument("--only", default="", help="comma-separated workloads (allen_cahn, burgers, lbm, gmm, lstm, wave)")
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--repeats", type=int, default=10)
     p.add_argument("--timeout", type=float, default=None,

@@ -28,29 +28,33 @@ class cpu_runner {
   using T = typename S::value_type;
 
   /// The runner over `g`; with `comm`, over this rank's slab of `g` (the whole grid) cut over the
-  /// ranks of `comm` (the plan is the slab's: plan_slab_segments). Throws what ghost_exchange throws.
+  /// ranks of `comm` (the plan is the slab's: plan_slab_segments); `c`: S's coefficients in host
+  /// memory, where it has them. Throws what runner_program throws.
   cpu_runner(S stencil, grid<T> const& g, segment_plan const& plan,
-             std::shared_ptr<distributed::communicator> comm = nullptr)
-    : program_(stencil, g, plan, std::move(comm))
+             std::shared_ptr<distributed::communicator> comm = nullptr, coefficient_view<T> c = {})
+    : program_(stencil, g, plan, std::move(comm), c)
   {
   }
 
   [[nodiscard]] std::size_t state_size() const noexcept { return program_.state_size(); }
+  [[nodiscard]] std::size_t parameter_size() const noexcept { return program_.parameter_size(); }
 
-  void advance(int k, T const* in, T* out, stream_view s) const
+  void advance(std::size_t first, int k, T const* in, T* out, stream_view s) const
   {
     tile_program<S> const program = program_.advancing(k, in, s);
-    each_tile([&](std::size_t t, T* scratch) { program.advance(solo_team{}, program.tile_box(t), k, in, out, scratch); },
-              program.advance_scratch(k));
+    each_tile(
+      [&](std::size_t t, T* scratch) { program.advance(solo_team{}, program.tile_box(t), first, k, in, out, scratch); },
+      program.advance_scratch(k));
     zero_tail(out);
   }
 
-  void reverse(int k, T const* checkpoint, T const* lambda_out, T* lambda_in, stream_view s) const
+  void reverse(std::size_t first, int k, T const* checkpoint, T const* lambda_out, T* lambda_in, T* dc,
+               stream_view s) const
   {
     tile_program<S> const program = program_.reversing(k, checkpoint, lambda_out, s);
     each_tile(
       [&](std::size_t t, T* scratch) {
-        program.reverse(solo_team{}, program.tile_box(t), k, checkpoint, lambda_out, lambda_in, scratch);
+        program.reverse(solo_team{}, program.tile_box(t), first, k, checkpoint, lambda_out, lambda_in, dc, scratch);
       },
       program.reverse_scratch(k));
     zero_tail(lambda_in);
@@ -87,13 +91,15 @@ using cpu_segments = segment_step<S, cpu_runner<S>>;
 
 /// The CPU Step of `plan`'s segments of `stencil` over `g`; with `comm`, of this rank's slab of `g`
 /// (the whole grid) cut over the ranks of `comm`, in the segments plan_slab_segments planned (its
-/// state is the slab's: slab::of says which planes). A null `comm` is one process.
+/// state is the slab's: slab::of says which planes). A null `comm` is one process. A stencil with
+/// coefficients reads them from `c` (host memory) and is a Step with parameters (dL/dc).
 template <class S>
 [[nodiscard]] cpu_segments<S> make_cpu_segments(S stencil, grid<typename S::value_type> const& g,
                                                 segment_plan const& plan,
-                                                std::shared_ptr<distributed::communicator> comm = nullptr)
+                                                std::shared_ptr<distributed::communicator> comm = nullptr,
+                                                coefficient_view<typename S::value_type> c = {})
 {
-  return cpu_segments<S>(cpu_runner<S>(std::move(stencil), g, plan, std::move(comm)), plan);
+  return cpu_segments<S>(cpu_runner<S>(std::move(stencil), g, plan, std::move(comm), c), plan);
 }
 
 }  // namespace tapeflow::stencil

@@ -58,28 +58,29 @@ struct block_team {
 namespace detail {
 
 template <class S>
-__global__ void advance_kernel(tile_program<S> program, int k, typename S::value_type const* __restrict__ in,
-                               typename S::value_type* __restrict__ out)
+__global__ void advance_kernel(tile_program<S> program, std::size_t first, int k,
+                               typename S::value_type const* __restrict__ in, typename S::value_type* __restrict__ out)
 {
   using T = typename S::value_type;
   T* const scratch = device::dynamic_shared<T>();
   std::size_t const tiles = program.tiles();
   for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    program.advance(block_team{}, program.tile_box(t), k, in, out, scratch);
+    program.advance(block_team{}, program.tile_box(t), first, k, in, out, scratch);
     __syncthreads();  // the next tile reuses the scratch
   }
 }
 
 template <class S>
-__global__ void reverse_kernel(tile_program<S> program, int k, typename S::value_type const* __restrict__ checkpoint,
+__global__ void reverse_kernel(tile_program<S> program, std::size_t first, int k,
+                               typename S::value_type const* __restrict__ checkpoint,
                                typename S::value_type const* __restrict__ lambda_out,
-                               typename S::value_type* __restrict__ lambda_in)
+                               typename S::value_type* __restrict__ lambda_in, typename S::value_type* __restrict__ dc)
 {
   using T = typename S::value_type;
   T* const scratch = device::dynamic_shared<T>();
   std::size_t const tiles = program.tiles();
   for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    program.reverse(block_team{}, program.tile_box(t), k, checkpoint, lambda_out, lambda_in, scratch);
+    program.reverse(block_team{}, program.tile_box(t), first, k, checkpoint, lambda_out, lambda_in, dc, scratch);
     __syncthreads();
   }
 }
@@ -150,30 +151,33 @@ class device_runner {
   using T = typename S::value_type;
 
   /// The runner over `g`; with `comm`, over this rank's slab of `g` (the whole grid) cut over the
-  /// ranks of `comm` (the plan is the slab's: plan_slab_segments). Throws logic_error for a plan
-  /// made for the CPU, and what ghost_exchange throws.
+  /// ranks of `comm` (the plan is the slab's: plan_slab_segments); `c`: S's coefficients in device
+  /// memory, where it has them. Throws logic_error for a plan made for the CPU, and what
+  /// runner_program throws.
   device_runner(S stencil, grid<T> const& g, segment_plan const& plan,
-                std::shared_ptr<distributed::communicator> comm = nullptr)
-    : program_(stencil, g, plan, std::move(comm)), block_threads_(plan.block_threads), grid_blocks_(plan.grid_blocks)
+                std::shared_ptr<distributed::communicator> comm = nullptr, coefficient_view<T> c = {})
+    : program_(stencil, g, plan, std::move(comm), c), block_threads_(plan.block_threads), grid_blocks_(plan.grid_blocks)
   {
     TAPEFLOW_EXPECTS(plan.kind != backend::cpu, "a device_runner needs a segment plan made for a GPU backend");
   }
 
   [[nodiscard]] std::size_t state_size() const noexcept { return program_.state_size(); }
+  [[nodiscard]] std::size_t parameter_size() const noexcept { return program_.parameter_size(); }
 
-  void advance(int k, T const* in, T* out, stream_view s) const
+  void advance(std::size_t first, int k, T const* in, T* out, stream_view s) const
   {
     tile_program<S> const program = program_.advancing(k, in, s);
     device::launch(detail::advance_kernel<S>, grid_blocks_, block_threads_, program.advance_scratch(k) * sizeof(T), s,
-                   program, k, in, out);
+                   program, first, k, in, out);
     zero_tail(out, s);
   }
 
-  void reverse(int k, T const* checkpoint, T const* lambda_out, T* lambda_in, stream_view s) const
+  void reverse(std::size_t first, int k, T const* checkpoint, T const* lambda_out, T* lambda_in, T* dc,
+               stream_view s) const
   {
     tile_program<S> const program = program_.reversing(k, checkpoint, lambda_out, s);
     device::launch(detail::reverse_kernel<S>, grid_blocks_, block_threads_, program.reverse_scratch(k) * sizeof(T), s,
-                   program, k, checkpoint, lambda_out, lambda_in);
+                   program, first, k, checkpoint, lambda_out, lambda_in, dc);
     zero_tail(lambda_in, s);
   }
 
@@ -202,13 +206,15 @@ using device_segments = segment_step<S, device_runner<S>>;
 
 /// The GPU Step of `plan`'s segments of `stencil` over `g`; with `comm`, of this rank's slab of `g`
 /// (the whole grid) cut over the ranks of `comm`, in the segments plan_slab_segments planned (its
-/// state is the slab's: slab::of says which planes). A null `comm` is one process.
+/// state is the slab's: slab::of says which planes). A null `comm` is one process. A stencil with
+/// coefficients reads them from `c` (device memory) and is a Step with parameters (dL/dc).
 template <class S>
 [[nodiscard]] device_segments<S> make_device_segments(S stencil, grid<typename S::value_type> const& g,
                                                       segment_plan const& plan,
-                                                      std::shared_ptr<distributed::communicator> comm = nullptr)
+                                                      std::shared_ptr<distributed::communicator> comm = nullptr,
+                                                      coefficient_view<typename S::value_type> c = {})
 {
-  return device_segments<S>(device_runner<S>(std::move(stencil), g, plan, std::move(comm)), plan);
+  return device_segments<S>(device_runner<S>(std::move(stencil), g, plan, std::move(comm), c), plan);
 }
 
 }  // namespace tapeflow::stencil

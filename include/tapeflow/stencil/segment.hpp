@@ -52,7 +52,8 @@ struct segment_plan {
   std::size_t scratch_bytes{0};  ///< on-chip bytes of one tile's reverse (its forward needs less)
   std::size_t scratch_limit{0};  ///< what one tile may hold: shared memory per block, or the CPU's cache share
   /// Global-memory bytes per time step of a gradient (forward + reverse, every layer on the device),
-  /// in states: halo reads included. A store-every-step gradient of a one-step kernel moves 5.
+  /// in states: halo reads included, and the coefficients and their adjoint where the stencil has
+  /// them. A store-every-step gradient of a one-step kernel moves 5.
   double states_per_step{0};
 
   /// Time steps in segment `j` (the last one may be shorter).
@@ -87,14 +88,19 @@ namespace detail {
 }
 
 /// Global-memory traffic of one segment of k steps, in states, per step: the forward reads u_0 on
-/// its halo box and writes u_k; the reverse reads u_0 and λ_k on their boxes and writes λ_0.
-[[nodiscard]] inline double states_per_step(segment_shape s, tile_extent t, int dims) noexcept
+/// its halo box and writes u_k; the reverse reads u_0 and λ_k on their boxes and writes λ_0. With
+/// `coefficients` per cell (`fields` values in a state), the forward and the reverse read them on
+/// their boxes and the reverse reads and writes their adjoint.
+[[nodiscard]] inline double states_per_step(segment_shape s, tile_extent t, int dims, int fields = 1,
+                                            int coefficients = 0) noexcept
 {
   double const tile = static_cast<double>(box_cells(t, dims, 0));
-  double const forward = static_cast<double>(box_cells(t, dims, s.forward_halo(0))) / tile + 1.0;
-  double const reverse = static_cast<double>(box_cells(t, dims, s.state_halo(0)) +
-                                             box_cells(t, dims, s.lambda_halo(s.k))) / tile + 1.0;
-  return (forward + reverse) / s.k;
+  double const forward_box = static_cast<double>(box_cells(t, dims, s.forward_halo(0))) / tile;
+  double const state_box = static_cast<double>(box_cells(t, dims, s.state_halo(0))) / tile;
+  double const forward = forward_box + 1.0;
+  double const reverse = state_box + static_cast<double>(box_cells(t, dims, s.lambda_halo(s.k))) / tile + 1.0;
+  double const c = static_cast<double>(coefficients) / static_cast<double>(fields);
+  return (forward + reverse + c * (forward_box + state_box + 2.0)) / s.k;
 }
 
 }  // namespace detail
@@ -188,7 +194,7 @@ template <class S>
     tile_extent const first = t;
     for (tile_extent on = first;; on = halved(on)) {
       for (int k = 1; k <= longest && scratch_on(on, k) <= p.scratch_limit && halo_fits(k); ++k) {
-        double const moved = detail::states_per_step(segment_shape{k, r}, on, dims);
+        double const moved = detail::states_per_step(segment_shape{k, r}, on, dims, S::fields, coefficients_v<S>);
         if (!found || moved < 0.95 * best) {
           best = moved;
           p.k = k;
@@ -207,7 +213,7 @@ template <class S>
   p.tiles = tiles_covering(g.nx, g.ny, g.nz, t);
   p.segments = (steps + static_cast<std::size_t>(p.k) - 1) / static_cast<std::size_t>(p.k);
   p.scratch_bytes = scratch(p.k);
-  p.states_per_step = detail::states_per_step(segment_shape{p.k, r}, t, dims);
+  p.states_per_step = detail::states_per_step(segment_shape{p.k, r}, t, dims, S::fields, coefficients_v<S>);
   if (gpu) {
     p.block_threads = request.block_threads != 0 ? request.block_threads : 256;
     TAPEFLOW_EXPECTS(p.block_threads >= 1 && p.block_threads <= limits.max_threads_per_block,
@@ -226,19 +232,24 @@ template <class S>
   return p;
 }
 
-/// A chain Step of segments of stencil S, run by `Runner` (cpu_runner<S>, device_runner<S>):
-///   runner.advance(k, in, out, stream)                       u_k from u_0 over the whole grid
-///   runner.reverse(k, checkpoint, lambda_out, lambda_in, s)  λ_0 from λ_k and the checkpoint u_0
-///   runner.record(in, taped, padded_values, s)               the state into the tape, padding zeroed
-/// Its layer is the segment's checkpoint, the input state itself (tapes_state), so under every
-/// policy the chain keeps that buffer rather than writing a copy.
+/// The per-cell coefficients of a stencil that declares them (S::coefficients values per cell,
+/// laid out as the state) in the runner's memory: host memory for the CPU backend, device memory
+/// for a GPU's. The runner reads them at every call; they stay the caller's.
+template <class T>
+struct coefficient_view {
+  T const* values{nullptr};
+};
+
+namespace detail {
+
+/// What a segment Step is whether or not its stencil has coefficients.
 template <class S, class Runner>
-class segment_step {
+class segment_step_base {
  public:
   using value_type = typename S::value_type;
   using record_type = value_record<value_type, values_per_chunk<value_type>>;
 
-  segment_step(Runner runner, segment_plan plan) : runner_(std::move(runner)), plan_(std::move(plan)) {}
+  segment_step_base(Runner runner, segment_plan plan) : runner_(std::move(runner)), plan_(std::move(plan)) {}
 
   [[nodiscard]] segment_plan const& plan() const noexcept { return plan_; }
   /// Chain steps: one per segment.
@@ -253,25 +264,77 @@ class segment_step {
 
   void forward(std::size_t j, value_type const* in, value_type* out, stream_view s) const
   {
-    runner_.advance(plan_.steps_in(j), in, out, s);
+    runner_.advance(first_step(j), plan_.steps_in(j), in, out, s);
   }
 
   void augmented_forward(std::size_t j, value_type const* in, value_type* out, tape_writer<record_type> tape,
                          stream_view s) const
   {
     runner_.record(in, reinterpret_cast<value_type*>(tape.data()), tape.size() * values_per_chunk<value_type>, s);
-    runner_.advance(plan_.steps_in(j), in, out, s);
+    runner_.advance(first_step(j), plan_.steps_in(j), in, out, s);
   }
 
-  void reverse(std::size_t j, tape_reader<record_type> tape, pipeline_plan const&, value_type const* lambda_out,
-               value_type* lambda_in, stream_view s) const
+ protected:
+  /// The time step segment `j` starts at.
+  [[nodiscard]] std::size_t first_step(std::size_t j) const noexcept { return j * static_cast<std::size_t>(plan_.k); }
+  void reverse_segment(std::size_t j, tape_reader<record_type> tape, value_type const* lambda_out,
+                       value_type* lambda_in, value_type* dc, stream_view s) const
   {
-    runner_.reverse(plan_.steps_in(j), reinterpret_cast<value_type const*>(tape.data()), lambda_out, lambda_in, s);
+    runner_.reverse(first_step(j), plan_.steps_in(j), reinterpret_cast<value_type const*>(tape.data()), lambda_out,
+                    lambda_in, dc, s);
   }
+  [[nodiscard]] Runner const& runner() const noexcept { return runner_; }
 
  private:
   Runner runner_;
   segment_plan plan_;
+};
+
+}  // namespace detail
+
+/// A chain Step of segments of stencil S, run by `Runner` (cpu_runner<S>, device_runner<S>):
+///   runner.advance(first, k, in, out, stream)           u_k from u_0 over the whole grid, steps first..
+///   runner.reverse(first, k, checkpoint, lambda_out, lambda_in, dc, s)
+///                                                        λ_0 from λ_k and the checkpoint u_0, adding
+///                                                        the steps' dL/dc to dc (null without coefficients)
+///   runner.record(in, taped, padded_values, s)           the state into the tape, padding zeroed
+///   runner.parameter_size()                              values of the coefficients (with coefficients)
+/// Its layer is the segment's checkpoint, the input state itself (tapes_state), so under every
+/// policy the chain keeps that buffer rather than writing a copy. A stencil with coefficients makes
+/// it a Step with parameters: the chain's parameter_adjoint() is dL/dc.
+template <class S, class Runner, bool Coefficients = (coefficients_v<S> > 0)>
+class segment_step : public detail::segment_step_base<S, Runner> {
+  using common = detail::segment_step_base<S, Runner>;
+
+ public:
+  using typename common::record_type;
+  using typename common::value_type;
+  using common::common;
+
+  void reverse(std::size_t j, tape_reader<record_type> tape, pipeline_plan const&, value_type const* lambda_out,
+               value_type* lambda_in, stream_view s) const
+  {
+    this->reverse_segment(j, tape, lambda_out, lambda_in, nullptr, s);
+  }
+};
+
+template <class S, class Runner>
+class segment_step<S, Runner, true> : public detail::segment_step_base<S, Runner> {
+  using common = detail::segment_step_base<S, Runner>;
+
+ public:
+  using typename common::record_type;
+  using typename common::value_type;
+  using common::common;
+
+  /// Values of the coefficients: S::coefficients per cell.
+  [[nodiscard]] std::size_t parameter_size() const noexcept { return this->runner().parameter_size(); }
+
+  void reverse(std::size_t j, tape_reader<record_type> tape, pipeline_plan const&, value_type const* lambda_out,
+               value_type* lambda_in, value_type* parameter_adjoint, stream_view s) const
+  {
+    this->reverse_segment(j, tape, lambda_out, lambda_in, parameter_adjoint, s);
+  }
 };
 
 }  // namespace tapeflow::stencil

@@ -231,11 +231,19 @@ class runner_program {
   using T = typename S::value_type;
 
   /// The program over `g`; with `comm`, over this rank's slab of `g` (the whole grid) cut over the
-  /// ranks of `comm` (the plan is the slab's: plan_slab_segments). Throws what Ghosts throws.
+  /// ranks of `comm` (the plan is the slab's: plan_slab_segments), reading the coefficients `c`
+  /// where S has them. Throws logic_error for a stencil with coefficients without them, or over
+  /// ranks (not supported yet), and what Ghosts throws.
   runner_program(S stencil, grid<T> const& g, segment_plan const& plan,
-                 std::shared_ptr<distributed::communicator> comm = nullptr)
+                 std::shared_ptr<distributed::communicator> comm = nullptr, coefficient_view<T> c = {})
     : program_{stencil, g, reach::of<S>(), plan.tile}
   {
+    TAPEFLOW_EXPECTS(coefficients_v<S> == 0 || c.values != nullptr,
+                     "a stencil with coefficients needs them: pass their values (coefficient_view) to its segments");
+    TAPEFLOW_EXPECTS(coefficients_v<S> == 0 || !comm,
+                     "a stencil with coefficients does not run over ranks yet: its coefficients' ghost planes are not "
+                     "exchanged");
+    program_.coefficient_values = c.values;
     if (!comm) { return; }
     slab_cut<T> const cut = cut_for<S>(g, plan, *comm);
     program_.g = cut.local;
@@ -251,6 +259,11 @@ class runner_program {
   /// (used_values()), then zeros up to the widest slab's size.
   [[nodiscard]] std::size_t state_size() const noexcept { return padded_ != 0 ? padded_ : used_values(); }
   [[nodiscard]] std::size_t used_values() const noexcept { return program_.g.cells() * S::fields; }
+  /// Values of the coefficients (and of their adjoint).
+  [[nodiscard]] std::size_t parameter_size() const noexcept
+  {
+    return program_.g.cells() * static_cast<std::size_t>(coefficients_v<S>);
+  }
 
   /// Collective over ranks: the program of a forward of `k` steps from `in`.
   [[nodiscard]] tile_program<S> advancing(int k, T const* in, stream_view s) const

@@ -27,12 +27,33 @@
 // + x]. A tap reads field `Field` at the cell offset by (DX, DY, DZ); DY and DZ must be 0 where the
 // grid has fewer dimensions. A scatter-form adjoint is applied as a gather, offset by offset in tap
 // order, so that the gradient is the same bits on every backend and in every run.
+//
+// A stencil whose step depends on where and when it is applied, or on per-cell coefficients with
+// a gradient of their own (the wave equation's squared slowness, a source injected at one cell, a
+// misfit at receivers at every step), takes a site as the last argument of each function:
+//
+//   static constexpr int coefficients = 1;  // per-cell coefficients (0 when absent)
+//   void forward(T const* u, T* out, stencil::site<T> const& at) const;      // at.coefficients: the cell's own
+//   void adjoint(T const* u, T const* g, T* lambda, stencil::site<T> const& at) const;
+//                                           // at.coefficients: those of each adjoint tap's cell, tap by tap
+//   // (or reverse(u, g, contributions, at), at.coefficients: the cell's own)
+//   // with coefficients: this step's dL/dc of the cell's own coefficients (one per coefficient),
+//   // from u at forward_taps and the cell's own λ' (one per field); the library adds it to the
+//   // parameter adjoint, last step first, as a one-step chain does
+//   void parameter_adjoint(T const* u, T const* g, T* dc, stencil::site<T> const& at) const;
+//   // optional: sees the cell's values of u_t (one per field) once for every t of a forward
+//   void observe(T const* u, stencil::site<T> const& at) const;
+//
+// The forward reads a cell's own coefficients only, so a coefficient's adjoint is local to its cell.
+// Coefficients are laid out as the state; outside a fixed grid they read 0 (a stencil that divides
+// by one skips the taps outside: `at` says where the cell is).
 #pragma once
 
 #include <tapeflow/config.hpp>
 #include <tapeflow/error.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -119,32 +140,93 @@ struct grid {
   }
 };
 
+/// Where and when a per-cell function is applied, for a stencil whose functions take it.
+template <class T>
+struct site {
+  std::size_t step{0};  ///< t: the step applied is u_t -> u_{t+1} (observe(): the state is u_t)
+  std::int64_t x{0};    ///< the cell's coordinates in the whole grid
+  std::int64_t y{0};
+  std::int64_t z{0};
+  /// The coefficients the function reads (see the top of this file); null without coefficients.
+  T const* coefficients{nullptr};
+};
+
 // ---- the contract, checked once -------------------------------------------------------------------
 
 namespace detail {
 template <class S, class = void>
-struct has_gather : std::false_type {};
+struct coefficient_count : std::integral_constant<int, 0> {};
 template <class S>
-struct has_gather<S, std::void_t<typename S::adjoint_taps,
-                                 decltype(std::declval<S const&>().adjoint(
-                                   std::declval<typename S::value_type const*>(),
-                                   std::declval<typename S::value_type const*>(), std::declval<typename S::value_type*>()))>>
-  : std::true_type {};
+struct coefficient_count<S, std::void_t<decltype(S::coefficients)>> : std::integral_constant<int, S::coefficients> {};
 
 template <class S, class = void>
-struct has_scatter : std::false_type {};
+struct takes_site : std::false_type {};
 template <class S>
-struct has_scatter<S, std::void_t<decltype(std::declval<S const&>().reverse(
-                        std::declval<typename S::value_type const*>(), std::declval<typename S::value_type const*>(),
-                        std::declval<typename S::value_type*>()))>> : std::true_type {};
+struct takes_site<S, std::void_t<decltype(std::declval<S const&>().forward(
+                       std::declval<typename S::value_type const*>(), std::declval<typename S::value_type*>(),
+                       std::declval<site<typename S::value_type> const&>()))>> : std::true_type {};
+
+/// The function's trailing arguments: a site where the stencil takes one, none otherwise.
+template <class S, bool = takes_site<S>::value>
+struct trailing {
+  using type = std::tuple<>;
+};
+template <class S>
+struct trailing<S, true> {
+  using type = std::tuple<site<typename S::value_type> const&>;
+};
+
+template <class S, class Args, class = void>
+struct has_adjoint_call : std::false_type {};
+template <class S, class... A>
+struct has_adjoint_call<S, std::tuple<A...>,
+                        std::void_t<decltype(std::declval<S const&>().adjoint(
+                          std::declval<typename S::value_type const*>(), std::declval<typename S::value_type const*>(),
+                          std::declval<typename S::value_type*>(), std::declval<A>()...))>> : std::true_type {};
+template <class S, class Args, class = void>
+struct has_reverse_call : std::false_type {};
+template <class S, class... A>
+struct has_reverse_call<S, std::tuple<A...>,
+                        std::void_t<decltype(std::declval<S const&>().reverse(
+                          std::declval<typename S::value_type const*>(), std::declval<typename S::value_type const*>(),
+                          std::declval<typename S::value_type*>(), std::declval<A>()...))>> : std::true_type {};
 
 template <class S, class = void>
-struct has_forward : std::false_type {};
+struct has_parameter_adjoint : std::false_type {};
 template <class S>
-struct has_forward<S, std::void_t<typename S::forward_taps,
-                                  decltype(std::declval<S const&>().forward(std::declval<typename S::value_type const*>(),
-                                                                            std::declval<typename S::value_type*>()))>>
+struct has_parameter_adjoint<S, std::void_t<decltype(std::declval<S const&>().parameter_adjoint(
+                                  std::declval<typename S::value_type const*>(),
+                                  std::declval<typename S::value_type const*>(), std::declval<typename S::value_type*>(),
+                                  std::declval<site<typename S::value_type> const&>()))>> : std::true_type {};
+template <class S, class = void>
+struct has_observe : std::false_type {};
+template <class S>
+struct has_observe<S, std::void_t<decltype(std::declval<S const&>().observe(
+                        std::declval<typename S::value_type const*>(), std::declval<site<typename S::value_type> const&>()))>>
   : std::true_type {};
+template <class S, class = void>
+struct has_adjoint_taps : std::false_type {};
+template <class S>
+struct has_adjoint_taps<S, std::void_t<typename S::adjoint_taps>> : std::true_type {};
+template <class S>
+struct has_gather
+  : std::bool_constant<has_adjoint_taps<S>::value && has_adjoint_call<S, typename trailing<S>::type>::value> {};
+template <class S>
+struct has_scatter : has_reverse_call<S, typename trailing<S>::type> {};
+
+template <class S, class = void>
+struct has_plain_forward : std::false_type {};
+template <class S>
+struct has_plain_forward<S, std::void_t<decltype(std::declval<S const&>().forward(
+                              std::declval<typename S::value_type const*>(), std::declval<typename S::value_type*>()))>>
+  : std::true_type {};
+template <class S, class = void>
+struct has_forward_taps : std::false_type {};
+template <class S>
+struct has_forward_taps<S, std::void_t<typename S::forward_taps>> : std::true_type {};
+template <class S>
+struct has_forward
+  : std::bool_constant<has_forward_taps<S>::value && (has_plain_forward<S>::value || takes_site<S>::value)> {};
 
 template <int Dims, class List>
 struct taps_fit;
@@ -161,6 +243,18 @@ struct taps_fit<Dims, taps<Ts...>> {
 template <class S>
 inline constexpr bool is_gather_v = detail::has_gather<S>::value;
 
+/// Per-cell coefficients of S: S::coefficients where declared, else 0.
+template <class S>
+inline constexpr int coefficients_v = detail::coefficient_count<S>::value;
+
+/// True when S's functions take a site (stencil::site) as their last argument.
+template <class S>
+inline constexpr bool takes_site_v = detail::takes_site<S>::value;
+
+/// True when S observes every state of a forward (observe()).
+template <class S>
+inline constexpr bool observes_v = detail::has_observe<S>::value;
+
 /// Checks the contract at the top of this file, one message per mistake.
 template <class S>
 struct check_stencil {
@@ -173,7 +267,17 @@ struct check_stencil {
   static_assert(detail::has_gather<S>::value || detail::has_scatter<S>::value,
                 "tapeflow::stencil: the stencil needs an adjoint: `using adjoint_taps = ...;` with `void adjoint("
                 "value_type const* u, value_type const* g, value_type* lambda) const` (gather form), or `void "
-                "reverse(value_type const* u, value_type const* g, value_type* contributions) const` (scatter form)");
+                "reverse(value_type const* u, value_type const* g, value_type* contributions) const` (scatter form), "
+                "each with a last argument `stencil::site<value_type> const&` where forward() takes one");
+  static_assert(coefficients_v<S> >= 0, "tapeflow::stencil: coefficients (per cell) cannot be negative");
+  static_assert(coefficients_v<S> == 0 || takes_site_v<S>,
+                "tapeflow::stencil: a stencil with coefficients reads them from its site: forward(u, out, "
+                "stencil::site<value_type> const& at)");
+  static_assert(coefficients_v<S> == 0 || detail::has_parameter_adjoint<S>::value,
+                "tapeflow::stencil: a stencil with coefficients needs `void parameter_adjoint(value_type const* u, "
+                "value_type const* g, value_type* dc, stencil::site<value_type> const& at) const`");
+  static_assert(!detail::has_observe<S>::value || takes_site_v<S>,
+                "tapeflow::stencil: observe(u, at) is for a stencil whose functions take a site");
   static_assert(std::is_trivially_copyable_v<S>, "tapeflow::stencil: a stencil is copied to the device: it must be "
                                                  "trivially copyable (its coefficients as plain members)");
   static_assert(detail::taps_fit<S::dims, typename S::forward_taps>::template fields_ok<S> &&

@@ -100,11 +100,15 @@ struct tile_program {
   static constexpr int fields = S::fields;
   using forward_taps = typename S::forward_taps;
 
+  static constexpr int coefficient_count = coefficients_v<S>;
+
   S stencil;
   grid<T> g;
   reach r;
   tile_extent tile;
   slab_view<T> slab{};
+  /// S's per-cell coefficients, laid out as the state (null for a stencil without them).
+  T const* coefficient_values{nullptr};
 
   // ---- where a grid coordinate lies ---------------------------------------------------------------
 
@@ -188,6 +192,75 @@ struct tile_program {
     return state[static_cast<std::size_t>(f) * g.cells() + cell_of(x, y, z)];
   }
 
+  /// The site of step `step` at (x, y, z) of this grid, in the whole grid's coordinates (wrapped
+  /// where periodic; a slab's offset along the cut axis), reading the coefficients `c`.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE site<T> site_of(std::size_t step, std::int64_t x, std::int64_t y, std::int64_t z,
+                                                     T const* c) const noexcept
+  {
+    bool const periodic = g.edge == boundary::periodic;
+    std::int64_t* const cut = dims == 1 ? &x : dims == 2 ? &y : &z;
+    if (periodic) {
+      if (!split() || dims != 1) { x = wrap(x, g.nx); }
+      if (!split() || dims != 2) { y = wrap(y, g.ny); }
+      if (!split() || dims != 3) { z = wrap(z, g.nz); }
+    }
+    if (split()) {
+      *cut += slab.offset;
+      if (periodic) { *cut = wrap(*cut, static_cast<std::size_t>(slab.global)); }
+    }
+    return {step, x, y, z, c};
+  }
+  /// Coefficient `f` at (x, y, z) of this grid: wrapped where periodic, 0 outside a fixed grid.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE T coefficient_at(int f, std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
+  {
+    if (g.edge == boundary::fixed && !inside(x, y, z)) { return T(0); }
+    return coefficient_values[static_cast<std::size_t>(f) * g.cells() + cell_of(x, y, z)];
+  }
+  /// The coefficients of the cell (x, y, z) of this grid into c (coefficient_count values).
+  TAPEFLOW_HOST_DEVICE void own_coefficients(std::int64_t x, std::int64_t y, std::int64_t z, T* c) const noexcept
+  {
+    for (int f = 0; f < coefficient_count; ++f) { c[f] = coefficient_at(f, x, y, z); }
+  }
+  /// Storage for `n` values that may be none.
+  template <int N>
+  using values = T[N > 0 ? N : 1];
+
+  /// out = S's step at the cell (x, y, z) of this grid from u at its forward taps, applying step `step`.
+  TAPEFLOW_HOST_DEVICE void forward_cell(T const* u, T* out, std::size_t step, std::int64_t x, std::int64_t y,
+                                         std::int64_t z) const
+  {
+    if constexpr (takes_site_v<S>) {
+      values<coefficient_count> c;
+      own_coefficients(x, y, z, c);
+      stencil.forward(u, out, site_of(step, x, y, z, c));
+    } else {
+      static_cast<void>(step);
+      static_cast<void>(x);
+      static_cast<void>(y);
+      static_cast<void>(z);
+      stencil.forward(u, out);
+    }
+  }
+  /// S's observe() of the values `u` (one per field) of u_step at the cell (x, y, z) of this grid.
+  TAPEFLOW_HOST_DEVICE void observe_cell(T const* u, std::size_t step, std::int64_t x, std::int64_t y, std::int64_t z) const
+  {
+    if constexpr (observes_v<S>) {
+      values<coefficient_count> c;
+      own_coefficients(x, y, z, c);
+      stencil.observe(u, site_of(step, x, y, z, c));
+    }
+  }
+  /// Whether local cell (x, y, z) of box `b` is a cell of tile `t` inside the grid: one a tile
+  /// owns, whose results it writes.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE bool owns(box const& t, box const& b, int x, int y, int z) const noexcept
+  {
+    std::int64_t const gx = b.x0 + x;
+    std::int64_t const gy = b.y0 + y;
+    std::int64_t const gz = b.z0 + z;
+    return gx >= t.x0 && gy >= t.y0 && gz >= t.z0 && gx < t.x0 + t.ex && gy < t.y0 + t.ey && gz < t.z0 + t.ez &&
+           inside(gx, gy, gz);
+  }
+
   /// The tile whose first cell is tile number `index` of the grid's tiles (x fastest).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE box tile_box(std::size_t index) const noexcept
   {
@@ -239,9 +312,11 @@ struct tile_program {
     });
   }
 
-  /// u_{i+1} on `next` from u_i on `prev` (rf cells wider): cells outside a fixed grid hold the ghost.
+  /// u_{i+1} on `next` from u_i on `prev` (rf cells wider), applying step `step`: cells outside a
+  /// fixed grid hold the ghost. With `observed`, the cells of that tile are observed (observe_cell).
   template <class Team>
-  TAPEFLOW_HOST_DEVICE void step_level(Team const& team, T const* prev, box const& pb, T* next, box const& nb) const
+  TAPEFLOW_HOST_DEVICE void step_level(Team const& team, T const* prev, box const& pb, T* next, box const& nb,
+                                       std::size_t step, box const* observed = nullptr) const
   {
     shift const sh = by(r.forward);
     std::size_t const plane = nb.cells();
@@ -254,8 +329,11 @@ struct tile_program {
       T u[forward_taps::size];
       T out[fields];
       gather_taps(prev, pb, x, y, z, sh, u);
-      stencil.forward(u, out);
+      forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z);
       for (int f = 0; f < fields; ++f) { next[f * plane + c] = out[f]; }
+      if (observed != nullptr && owns(*observed, nb, x, y, z)) {
+        observe_cell(out, step + 1, nb.x0 + x, nb.y0 + y, nb.z0 + z);
+      }
     });
   }
 
@@ -292,18 +370,31 @@ struct tile_program {
     return forward_scratch_values(segment_shape{k, r}, tile, dims, fields);
   }
 
-  /// Advances tile `t` by `k` steps: `out` on the tile is `in` after k steps.
+  /// Advances tile `t` by `k` steps, the first of them step `first`: `out` on the tile is `in`
+  /// after k steps. S observes (observe()) the tile's cells of each state but the last.
   template <class Team>
-  TAPEFLOW_HOST_DEVICE void advance(Team const& team, box const& t, int k, T const* in, T* out, T* scratch) const
+  TAPEFLOW_HOST_DEVICE void advance(Team const& team, box const& t, std::size_t first, int k, T const* in, T* out,
+                                    T* scratch) const
   {
     segment_shape const s{k, r};
     box b = grown(t, dims, s.forward_halo(0));
     T* level[2] = {scratch, scratch + b.cells() * fields};
     load(team, in, b, level[0], false);
     team.sync();
+    if constexpr (observes_v<S>) {
+      std::size_t const plane = b.cells();
+      shift const sh = by(s.forward_halo(0));
+      team.for_each(t, [&](int x, int y, int z) {
+        if (!inside(t.x0 + x, t.y0 + y, t.z0 + z)) { return; }
+        T u[fields];
+        for (int f = 0; f < fields; ++f) { u[f] = level[0][f * plane + b.at(x + sh.x, y + sh.y, z + sh.z)]; }
+        observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);
+      });
+    }
+    box const* const observed = observes_v<S> ? &t : nullptr;
     for (int i = 1; i < k; ++i) {
       box const nb = grown(t, dims, s.forward_halo(i));
-      step_level(team, level[(i - 1) % 2], b, level[i % 2], nb);
+      step_level(team, level[(i - 1) % 2], b, level[i % 2], nb, first + static_cast<std::size_t>(i - 1), observed);
       team.sync();
       b = nb;
     }
@@ -319,7 +410,7 @@ struct tile_program {
       T u[forward_taps::size];
       T o[fields];
       gather_taps(prev, b, x, y, z, sh, u);
-      stencil.forward(u, o);
+      forward_cell(u, o, first + static_cast<std::size_t>(k - 1), gx, gy, gz);
       std::size_t const at = cell_of(gx, gy, gz);
       for (int f = 0; f < fields; ++f) { out[f * cells + at] = o[f]; }
     });
@@ -334,9 +425,9 @@ struct tile_program {
   }
 
   /// λ_i of the cell at (x, y, z) of box `b`, from u_i stored on box `ub` and λ_{i+1} on box `lb`
-  /// (both centred on `b`, wider by what the adjoint reaches).
+  /// (both centred on `b`, wider by what the adjoint reaches), step `step` being u_i -> u_{i+1}.
   TAPEFLOW_HOST_DEVICE void adjoint_cell(T const* u_level, box const& ub, T const* next, box const& lb, box const& b,
-                                         int x, int y, int z, T* lambda) const
+                                         int x, int y, int z, std::size_t step, T* lambda) const
   {
     shift const su = by(static_cast<int>(b.x0 - ub.x0));  // u_i's box is this much wider
     shift const sl = by(static_cast<int>(b.x0 - lb.x0));  // and λ_{i+1}'s this much
@@ -346,7 +437,22 @@ struct tile_program {
       T gv[adjoint_taps::size];
       gather_taps(u_level, ub, x, y, z, su, u);
       gather<adjoint_taps>(next, lb, lb.at(x + sl.x, y + sl.y, z + sl.z), gv);
-      stencil.adjoint(u, gv, lambda);
+      if constexpr (takes_site_v<S>) {
+        std::int64_t const gx = b.x0 + x;
+        std::int64_t const gy = b.y0 + y;
+        std::int64_t const gz = b.z0 + z;
+        values<adjoint_taps::size * coefficient_count> c;  // each adjoint tap's cell's coefficients
+        for_each_tap<adjoint_taps>([&](auto t, auto i) {
+          using tp = decltype(t);
+          for (int f = 0; f < coefficient_count; ++f) {
+            c[decltype(i)::value * coefficient_count + f] = coefficient_at(f, gx + tp::dx, gy + tp::dy, gz + tp::dz);
+          }
+        });
+        stencil.adjoint(u, gv, lambda, site_of(step, gx, gy, gz, c));
+      } else {
+        static_cast<void>(step);
+        stencil.adjoint(u, gv, lambda);
+      }
     } else {
       // λ(x) gathers, tap by tap in order, what reverse() at the cell x - offset gives that tap.
       for (int f = 0; f < fields; ++f) { lambda[f] = T(0); }
@@ -362,18 +468,62 @@ struct tile_program {
         T contributions[forward_taps::size];
         gather_taps(u_level, ub, yx, yy, yz, su, u);
         for (int f = 0; f < fields; ++f) { gv[f] = next[f * plane + lb.at(yx + sl.x, yy + sl.y, yz + sl.z)]; }
-        stencil.reverse(u, gv, contributions);
+        if constexpr (takes_site_v<S>) {
+          values<coefficient_count> c;
+          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c);
+          stencil.reverse(u, gv, contributions, site_of(step, b.x0 + yx, b.y0 + yy, b.z0 + yz, c));
+        } else {
+          stencil.reverse(u, gv, contributions);
+        }
         lambda[tp::field] += contributions[decltype(i)::value];
       });
     }
   }
 
+  /// Adds step `step`'s dL/dc of the coefficients of the cell at (x, y, z) of box `b` to `dc`
+  /// (laid out as the coefficients), from u_i on `ub` and λ_{i+1} on `lb` as adjoint_cell reads them.
+  TAPEFLOW_HOST_DEVICE void add_parameter_adjoint(T const* u_level, box const& ub, T const* next, box const& lb,
+                                                  box const& b, int x, int y, int z, std::size_t step, T* dc) const
+  {
+    if constexpr (coefficient_count > 0) {
+      shift const su = by(static_cast<int>(b.x0 - ub.x0));
+      shift const sl = by(static_cast<int>(b.x0 - lb.x0));
+      std::int64_t const gx = b.x0 + x;
+      std::int64_t const gy = b.y0 + y;
+      std::int64_t const gz = b.z0 + z;
+      T u[forward_taps::size];
+      T gv[fields];
+      T c[coefficient_count];
+      T d[coefficient_count];
+      gather_taps(u_level, ub, x, y, z, su, u);
+      std::size_t const plane = lb.cells();
+      for (int f = 0; f < fields; ++f) { gv[f] = next[f * plane + lb.at(x + sl.x, y + sl.y, z + sl.z)]; }
+      own_coefficients(gx, gy, gz, c);
+      stencil.parameter_adjoint(u, gv, d, site_of(step, gx, gy, gz, c));
+      std::size_t const at = cell_of(gx, gy, gz);
+      for (int f = 0; f < coefficient_count; ++f) { dc[static_cast<std::size_t>(f) * g.cells() + at] += d[f]; }
+    } else {
+      static_cast<void>(u_level);
+      static_cast<void>(ub);
+      static_cast<void>(next);
+      static_cast<void>(lb);
+      static_cast<void>(b);
+      static_cast<void>(x);
+      static_cast<void>(y);
+      static_cast<void>(z);
+      static_cast<void>(step);
+      static_cast<void>(dc);
+    }
+  }
+
   /// The reverse of the `k`-step segment that starts at `checkpoint` (u_0, the whole state), on
-  /// tile `t`: `lambda_in` on the tile is dL/du_0 given `lambda_out` = dL/du_k (the whole adjoint).
-  /// Scratch holds u_0 .. u_{k-1}, each on its box, then two levels of λ on the widest λ box.
+  /// tile `t`, its first step `first`: `lambda_in` on the tile is dL/du_0 given `lambda_out` =
+  /// dL/du_k (the whole adjoint). With coefficients, each step's dL/dc of the tile's cells is added
+  /// to `dc`, last step first. Scratch holds u_0 .. u_{k-1}, each on its box, then two levels of λ
+  /// on the widest λ box.
   template <class Team>
-  TAPEFLOW_HOST_DEVICE void reverse(Team const& team, box const& t, int k, T const* checkpoint, T const* lambda_out,
-                                    T* lambda_in, T* scratch) const
+  TAPEFLOW_HOST_DEVICE void reverse(Team const& team, box const& t, std::size_t first, int k, T const* checkpoint,
+                                    T const* lambda_out, T* lambda_in, T* dc, T* scratch) const
   {
     segment_shape const s{k, r};
     auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i)); };
@@ -389,7 +539,7 @@ struct tile_program {
     load(team, lambda_out, lb, lambda_level[k % 2], true);
     team.sync();
     for (int i = 1; i < k; ++i) {
-      step_level(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i));
+      step_level(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i), first + static_cast<std::size_t>(i - 1));
       team.sync();
     }
     for (int i = k - 1; i >= 1; --i) {
@@ -399,6 +549,7 @@ struct tile_program {
       T* const out = lambda_level[i % 2];
       T const* const next = lambda_level[(i + 1) % 2];
       std::size_t const plane = b.cells();
+      std::size_t const step = first + static_cast<std::size_t>(i);
       team.for_each(b, [&](int x, int y, int z) {
         std::size_t const c = b.at(x, y, z);
         T lambda[fields];
@@ -406,8 +557,9 @@ struct tile_program {
           for (int f = 0; f < fields; ++f) { out[f * plane + c] = T(0); }
           return;
         }
-        adjoint_cell(u, ub, next, lb, b, x, y, z, lambda);
+        adjoint_cell(u, ub, next, lb, b, x, y, z, step, lambda);
         for (int f = 0; f < fields; ++f) { out[f * plane + c] = lambda[f]; }
+        if (coefficient_count > 0 && owns(t, b, x, y, z)) { add_parameter_adjoint(u, ub, next, lb, b, x, y, z, step, dc); }
       });
       team.sync();
       lb = b;
@@ -423,9 +575,10 @@ struct tile_program {
       std::int64_t const gz = t.z0 + z;
       if (!inside(gx, gy, gz)) { return; }
       T lambda[fields];
-      adjoint_cell(u, ub, next, lb, t, x, y, z, lambda);
+      adjoint_cell(u, ub, next, lb, t, x, y, z, first, lambda);
       std::size_t const c = cell_of(gx, gy, gz);
       for (int f = 0; f < fields; ++f) { lambda_in[f * cells + c] = lambda[f]; }
+      if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }
     });
   }
 };

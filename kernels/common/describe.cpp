@@ -109,11 +109,17 @@ std::string segment_variant(stencil_options const& o)
   return o.segment > 1 ? "segment" + std::to_string(o.segment) + optin : "";
 }
 
-double stencil_bench_bytes(tape_report const& r, double state_bytes, std::size_t steps)
+std::optional<double> states_moved_per_step(tape_report const& r)
 {
   for (auto const& [name, value] : r.facts) {
-    if (name == "states_moved_per_step") { return value * state_bytes * static_cast<double>(steps); }
+    if (name == "states_moved_per_step") { return value; }
   }
+  return std::nullopt;
+}
+
+double stencil_bench_bytes(tape_report const& r, double state_bytes, std::size_t steps)
+{
+  if (auto const states = states_moved_per_step(r)) { return *states * state_bytes * static_cast<double>(steps); }
   return 2.0 * static_cast<double>(r.tape_bytes) + 4.0 * state_bytes * static_cast<double>(steps);
 }
 

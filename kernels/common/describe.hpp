@@ -52,6 +52,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -229,14 +230,18 @@ void read_segment_options(cli::parsed_args const& args, stencil_options& o);
 [[nodiscard]] std::string segment_variant(stencil_options const& o);
 
 /// What the description of a workload whose step is a stencil derives from (`struct description :
-/// stencil_description`): it runs cut over MPI ranks, takes --segment K|auto and --shared-opt-in, and its benchmark
-/// rows name their segment length. A workload with options of its own beside `segment` declares
-/// these three itself (Allen–Cahn).
-struct stencil_description {
-  static constexpr bool decomposes = true;
+/// segmented_description`): it takes --segment K|auto and --shared-opt-in, and its benchmark rows
+/// name their segment length. A workload with options of its own beside `segment` declares these
+/// three itself (Allen–Cahn).
+struct segmented_description {
   static std::vector<cli::flag_spec> option_flags() { return segment_flags(); }
   static void read_options(cli::parsed_args const& args, stencil_options& o) { read_segment_options(args, o); }
   static std::string variant_of(stencil_options const& o) { return segment_variant(o); }
+};
+
+/// The same for a stencil workload that also runs cut over MPI ranks (docs/distributed.md).
+struct stencil_description : segmented_description {
+  static constexpr bool decomposes = true;
 };
 
 /// The least bytes a stencil workload's gradient of `steps` steps over a state of `state_bytes`
@@ -244,6 +249,10 @@ struct stencil_description {
 /// included: docs/stencils.md); one step per layer, the tape written and read once and each step's
 /// state read and written once in the forward and once in the reverse.
 [[nodiscard]] double stencil_bench_bytes(tape_report const& r, double state_bytes, std::size_t steps);
+
+/// The states a step of stencil segments moves (report_segments' fact), or none for a run that was
+/// not in segments.
+[[nodiscard]] std::optional<double> states_moved_per_step(tape_report const& r);
 
 /// Calls f(T{}) with T = float or double as `dtype` ("f32" or "f64") says.
 template <class F>

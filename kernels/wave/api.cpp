@@ -2,6 +2,7 @@
 #include "wave.hpp"
 #include "backends.hpp"
 #include "math.hpp"
+#include "segments.hpp"
 
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
@@ -69,6 +70,7 @@ template <class T>
 chain_stats plan(problem const& p, options const& o)
 {
   validate(p);
+  if (auto const segments = segments_of<T>(p, o)) { return plan_segments<T>(p, *segments, o); }
   auto const planned = [&] {
     return plan_chain(sizeof(record<T>), records_for<T>(p.cells()), p.steps, (2 * p.cells() + 1) * sizeof(T),
                       chain_options_of(o));

@@ -5,10 +5,12 @@
 #include "backends.hpp"
 #include "driver.hpp"
 #include "math.hpp"
+#include "segments.hpp"
 
 #include <tapeflow/cpu/reverse.hpp>
 #include <tapeflow/cpu/tape_store.hpp>
 #include <tapeflow/cpu/thread_pool.hpp>
+#include <tapeflow/stencil/cpu.hpp>
 
 #include <algorithm>
 #include <memory>
@@ -90,6 +92,11 @@ struct cpu_step {
 template <class T>
 std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
+  if (auto const plan = segments_of<T>(p, o)) {
+    return open_segments<T>(p, o, *plan, [](auto s, auto const& g, auto const& segments, auto m) {
+      return tapeflow::stencil::make_cpu_segments(s, g, segments, nullptr, m);
+    }, host_misfit<T>{});
+  }
   auto staging = std::make_shared<cpu::ring_stats>();
   return open_wave<T>(p, o, cpu_step<T>{{}, nullptr, nullptr, staging}, staging);
 }

@@ -6,11 +6,13 @@
 #include "backends.hpp"
 #include "driver.hpp"
 #include "math.hpp"
+#include "segments.hpp"
 
 #include <tapeflow/device/block_reduce.cuh>
 #include <tapeflow/device/launch.cuh>
 #include <tapeflow/device/platform.hpp>
 #include <tapeflow/device/tile_pipeline.cuh>
+#include <tapeflow/stencil/device.cuh>
 
 namespace tapeflow::workloads::wave::detail {
 namespace {
@@ -38,21 +40,50 @@ __global__ void advance_kernel(T const* __restrict__ in, T* __restrict__ out, T*
   }
 }
 
-/// L_{t+1} = L_t + 0.5 sum_r (u_t(x_r) - d_{t,r})^2: one block, the same order every run.
+template <class T>
+using misfit_reduce = device::block_reduce<T, misfit_threads>;
+
+/// 0.5 sum_r (u(x_r) - d_{t,r})^2 of step t, u(x_r) = at(r), summed by one block in the same order
+/// every run (valid in thread 0).
+template <class T, class At>
+__device__ T step_misfit(At const& at, T const* __restrict__ d, std::size_t receivers, std::size_t t,
+                         typename misfit_reduce<T>::TempStorage& temp)
+{
+  T mine = T(0);
+  for (std::size_t r = threadIdx.x; r < receivers; r += blockDim.x) {
+    T const residual = at(r) - d[t * receivers + r];
+    mine += T(0.5) * residual * residual;
+  }
+  return misfit_reduce<T>(temp).Sum(mine);
+}
+
+/// L_{t+1} = L_t + step_misfit of u_t: one block.
 template <class T>
 __global__ void __launch_bounds__(misfit_threads) misfit_kernel(T const* __restrict__ in, T* __restrict__ out,
                                                                 T const* __restrict__ d, geometry<T> g, std::size_t t)
 {
-  using reduce = device::block_reduce<T, misfit_threads>;
-  __shared__ typename reduce::TempStorage temp;
+  __shared__ typename misfit_reduce<T>::TempStorage temp;
   T const* const cur = in + g.cells();
-  T mine = T(0);
-  for (std::size_t r = threadIdx.x; r < g.receivers(); r += blockDim.x) {
-    T const residual = cur[g.receiver_cell(r)] - d[t * g.receivers() + r];
-    mine += T(0.5) * residual * residual;
-  }
-  T const total = reduce(temp).Sum(mine);
+  T const total = step_misfit<T>([&](std::size_t r) { return cur[g.receiver_cell(r)]; }, d, g.receivers(), t, temp);
   if (threadIdx.x == 0) { out[2 * g.cells()] = in[2 * g.cells()] + total; }
+}
+
+/// The misfit of recorded traces (T x receivers), step after step as the chain's misfit_kernel
+/// adds it: one block.
+template <class T>
+__global__ void __launch_bounds__(misfit_threads) traces_misfit_kernel(T const* __restrict__ traces,
+                                                                       T const* __restrict__ d, std::size_t receivers,
+                                                                       std::size_t steps, T* __restrict__ loss)
+{
+  __shared__ typename misfit_reduce<T>::TempStorage temp;
+  T l = T(0);
+  for (std::size_t t = 0; t < steps; ++t) {
+    T const* const row = traces + t * receivers;
+    T const total = step_misfit<T>([row](std::size_t r) { return row[r]; }, d, receivers, t, temp);
+    l = l + total;
+    __syncthreads();  // temp is reused by the next step's reduction
+  }
+  if (threadIdx.x == 0) { *loss = l; }
 }
 
 template <class T, int Stages>
@@ -133,9 +164,29 @@ struct gpu_step {
   }
 };
 
+/// The segments' loss (segments.hpp): traces_misfit_kernel into a device scalar, read back.
+template <class T>
+struct device_misfit {
+  std::shared_ptr<device_buffer> loss;
+
+  T operator()(T const* traces, T const* d, std::size_t steps, std::size_t receivers, stream_view s) const
+  {
+    device::launch(traces_misfit_kernel<T>, 1, misfit_threads, 0, s, traces, d, receivers, steps,
+                   loss->template data_as<T>());
+    T l{};
+    loss->download(&l, sizeof(T), s);
+    return l;
+  }
+};
+
 template <class T>
 std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o)
 {
+  if (auto const plan = segments_of<T>(p, o)) {
+    return open_segments<T>(p, o, *plan, [](auto s, auto const& g, auto const& segments, auto m) {
+      return tapeflow::stencil::make_device_segments(s, g, segments, nullptr, m);
+    }, device_misfit<T>{std::make_shared<device_buffer>(o.kind, sizeof(T), o.stream)});
+  }
   return open_wave<T>(p, o, gpu_step<T>{{}, nullptr, nullptr, query_device_limits(gpu_backend).multiprocessors});
 }
 

@@ -16,7 +16,7 @@
 
 namespace tapeflow::workloads::wave {
 
-struct description {
+struct description : segmented_description {
   static constexpr workload_text text{
     "wave", "the acoustic wave equation in 2-D or 3-D: dL/dm of the receivers' misfit (full-waveform inversion)",
     "Computes the misfit L = 0.5 sum_t sum_r (u_t(x_r) - d_{t,r})^2 of the acoustic wave equation\n"
@@ -67,9 +67,11 @@ struct description {
   /// The least traffic of a taped gradient, per step and state field S (one value per cell): the
   /// forward reads u_{t-1}, u_t and m and writes u_t, u_{t+1} and the tape's s and u (7 S); the
   /// reverse reads the tape, both adjoints and m, writes both adjoints and updates dL/dm (9 S).
-  static double bench_bytes(problem const& p, tape_report const&, std::size_t value_bytes)
+  /// In segments, what their plan counts (states of two values per cell, halos and m included).
+  static double bench_bytes(problem const& p, tape_report const& r, std::size_t value_bytes)
   {
-    return 16.0 * static_cast<double>(p.steps) * static_cast<double>(p.cells() * value_bytes);
+    double const field = static_cast<double>(p.cells() * value_bytes);
+    return states_moved_per_step(r).value_or(16.0 / 2.0) * 2.0 * field * static_cast<double>(p.steps);
   }
   static std::vector<bench_suite<description>> bench_suites()
   {
@@ -83,6 +85,9 @@ struct description {
                cube.steps = flat.steps;
                std::vector<bench_case<description>> cases{{"tapeflow-store", flat}, {"tapeflow-store", cube}};
                for (auto& c : cases) { c.options.policy = tape_policy::store; }
+               options const store = cases[0].options;
+               add_segment_cases(cases, flat, store, {0, 2, 4});
+               add_segment_cases(cases, cube, store, {0});
                return cases;
              }}};
   }

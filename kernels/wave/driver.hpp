@@ -44,6 +44,22 @@ void check_model(problem const& p, host_array<T> m)
                                     std::to_string(limit));
 }
 
+/// Throws logic_error unless `inputs` are m (one value per cell, check_model) and the observed
+/// data d (T x receivers).
+template <class T>
+void check_inputs(problem const& p, std::vector<host_array<T>> const& inputs)
+{
+  TAPEFLOW_EXPECTS(inputs.size() == 2, "the wave workload takes 2 inputs (m and the observed data d), not " +
+                                         std::to_string(inputs.size()));
+  TAPEFLOW_EXPECTS(inputs[0].size == p.cells(), "m holds " + std::to_string(inputs[0].size) + " values; the grid has " +
+                                                  std::to_string(p.cells()) + " cells");
+  std::size_t const traces = p.steps * p.receivers();
+  TAPEFLOW_EXPECTS(inputs[1].size == traces, "d holds " + std::to_string(inputs[1].size) + " values; " +
+                                               std::to_string(p.steps) + " steps of " + std::to_string(p.receivers()) +
+                                               " receivers need " + std::to_string(traces));
+  check_model(p, inputs[0]);
+}
+
 /// One wave problem on a backend. The backend's Step has the members `geometry<T> g`, `T const* m`
 /// and `T const* d`, which the session points at its grid and its buffers.
 template <class T, class Step>
@@ -68,16 +84,7 @@ class wave_session final : public session<T> {
 
   void load(std::vector<host_array<T>> const& inputs, stream_view s) override
   {
-    TAPEFLOW_EXPECTS(inputs.size() == 2, "the wave workload takes 2 inputs (m and the observed data d), not " +
-                                           std::to_string(inputs.size()));
-    TAPEFLOW_EXPECTS(inputs[0].size == p_.cells(), "m holds " + std::to_string(inputs[0].size) +
-                                                     " values; the grid has " + std::to_string(p_.cells()) + " cells");
-    std::size_t const traces = p_.steps * p_.receivers();
-    TAPEFLOW_EXPECTS(inputs[1].size == traces, "d holds " + std::to_string(inputs[1].size) + " values; " +
-                                                 std::to_string(p_.steps) + " steps of " +
-                                                 std::to_string(p_.receivers()) + " receivers need " +
-                                                 std::to_string(traces));
-    check_model(p_, inputs[0]);
+    check_inputs(p_, inputs);
     m_.upload(inputs[0].data, m_.size(), s);
     d_.upload(inputs[1].data, d_.size(), s);
   }

@@ -70,33 +70,58 @@ TAPEFLOW_HOST_DEVICE T ricker(std::size_t t, T dt, T f) noexcept
   return (T(1) - T(2) * a) * exp(-a);
 }
 
-/// The sum of at(i) over the neighbours i of `cell` (none outside the grid): the Laplacian's
-/// off-diagonal part, gathered.
-template <class T, class At>
-TAPEFLOW_HOST_DEVICE T neighbour_sum(At const& at, geometry<T> const& g, std::size_t cell) noexcept
+/// The sum of nth(n) over the neighbours of the cell (x, y, z) that lie in the grid, n numbering
+/// them x-1, x+1, y-1, y+1, z-1, z+1 (the last two in 3-D only): the Laplacian's off-diagonal part,
+/// gathered, always in this order (the one-step chain and the stencil library's segments add the
+/// same terms in the same order).
+template <class T, class Nth>
+TAPEFLOW_HOST_DEVICE T neighbour_sum(Nth const& nth, geometry<T> const& g, std::size_t x, std::size_t y,
+                                     std::size_t z) noexcept
 {
-  std::size_t const x = cell % g.nx;
-  std::size_t const y = cell / g.nx % g.ny;
-  std::size_t const z = cell / (g.nx * g.ny);
-  std::size_t const plane = g.nx * g.ny;
   T sum = T(0);
-  if (x > 0) { sum += at(cell - 1); }
-  if (x + 1 < g.nx) { sum += at(cell + 1); }
-  if (y > 0) { sum += at(cell - g.nx); }
-  if (y + 1 < g.ny) { sum += at(cell + g.nx); }
+  if (x > 0) { sum += nth(0); }
+  if (x + 1 < g.nx) { sum += nth(1); }
+  if (y > 0) { sum += nth(2); }
+  if (y + 1 < g.ny) { sum += nth(3); }
   if (g.nz > 1) {
-    if (z > 0) { sum += at(cell - plane); }
-    if (z + 1 < g.nz) { sum += at(cell + plane); }
+    if (z > 0) { sum += nth(4); }
+    if (z + 1 < g.nz) { sum += nth(5); }
   }
   return sum;
 }
 
-/// s_t at `cell`: the Laplacian of u_t and the source.
+/// The same over a whole-grid array: at(i) of the neighbours' flat indices i.
+template <class T, class At>
+TAPEFLOW_HOST_DEVICE T neighbour_sum(At const& at, geometry<T> const& g, std::size_t cell) noexcept
+{
+  std::size_t const plane = g.nx * g.ny;
+  auto const nth = [&](int n) {
+    switch (n) {
+      case 0: return at(cell - 1);
+      case 1: return at(cell + 1);
+      case 2: return at(cell - g.nx);
+      case 3: return at(cell + g.nx);
+      case 4: return at(cell - plane);
+      default: return at(cell + plane);
+    }
+  };
+  return neighbour_sum<T>(nth, g, cell % g.nx, cell / g.nx % g.ny, cell / plane);
+}
+
+/// s_t at a cell from its u_t (`centre`) and the sum of its neighbours' (neighbour_sum): the
+/// Laplacian, and at the source cell the wavelet.
+template <class T>
+TAPEFLOW_HOST_DEVICE T source_value(T neighbours, T centre, geometry<T> const& g, bool at_source, std::size_t t) noexcept
+{
+  T const lap = (neighbours - T(2 * g.dims()) * centre) * g.inv_h2;
+  return at_source ? lap + ricker(t, g.dt, g.peak_frequency) : lap;
+}
+
+/// s_t at `cell` of the whole-grid u_t.
 template <class T>
 TAPEFLOW_HOST_DEVICE T source_term(T const* u, geometry<T> const& g, std::size_t cell, std::size_t t) noexcept
 {
-  T const lap = (neighbour_sum<T>([u](std::size_t i) { return u[i]; }, g, cell) - T(2 * g.dims()) * u[cell]) * g.inv_h2;
-  return cell == g.source ? lap + ricker(t, g.dt, g.peak_frequency) : lap;
+  return source_value(neighbour_sum<T>([u](std::size_t i) { return u[i]; }, g, cell), u[cell], g, cell == g.source, t);
 }
 
 /// u_{t+1} at a cell from u_{t-1}, u_t, its s_t and its m.
@@ -125,16 +150,24 @@ TAPEFLOW_HOST_DEVICE void advance_cell(T const* in, T* out, T* taped, T const* m
   }
 }
 
-/// dL/du_t at `cell` from the adjoints a, b of the output's u_t and u_{t+1} (b gathered from the
-/// neighbours, weighted by dt^2 / (m h^2)), c of L_{t+1}, and the cell's misfit `residual`
-/// (u_t - d at a receiver, else 0).
+/// dL/du_t at a cell from the adjoints a, b of the output's u_t and u_{t+1} at the cell, the sum
+/// of b / m over its neighbours (`neighbours`, neighbour_sum) and b / m at the cell (`own`), c of
+/// L_{t+1}, and the cell's misfit `residual` (u_t - d at a receiver, else 0).
+template <class T>
+TAPEFLOW_HOST_DEVICE T current_adjoint_value(T a, T b, T neighbours, T own, geometry<T> const& g, T c, T residual) noexcept
+{
+  T const through_laplacian = (neighbours - T(2 * g.dims()) * own) * g.dt * g.dt * g.inv_h2;
+  return a + T(2) * b + through_laplacian + c * residual;
+}
+
+/// The same at `cell` of the whole-grid adjoints a, b and model m (b gathered from the neighbours,
+/// weighted by dt^2 / (m h^2)).
 template <class T>
 TAPEFLOW_HOST_DEVICE T current_adjoint(T const* a, T const* b, T const* m, geometry<T> const& g, std::size_t cell, T c,
                                        T residual) noexcept
 {
   auto const w = [b, m](std::size_t i) { return b[i] / m[i]; };
-  T const through_laplacian = (neighbour_sum<T>(w, g, cell) - T(2 * g.dims()) * w(cell)) * g.dt * g.dt * g.inv_h2;
-  return a[cell] + T(2) * b[cell] + through_laplacian + c * residual;
+  return current_adjoint_value(a[cell], b[cell], neighbour_sum<T>(w, g, cell), w(cell), g, c, residual);
 }
 
 /// What the step adds to dL/dm at a cell.

@@ -34,7 +34,10 @@ struct problem {
   [[nodiscard]] std::size_t receivers() const noexcept { return nx; }
 };
 
-struct options : run_options {};
+/// How the gradient runs: the chain's options, and its segments (stencil_options::segment: 1, the
+/// default, tapes s_t and u_t at every step; K > 1 or 0 (auto) runs the stencil library's segments,
+/// segments.hpp).
+struct options : stencil_options {};
 
 /// L and dL/dm, with what the chain did.
 template <class T>

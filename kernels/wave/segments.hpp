@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: Apache-2.0
+// The wave gradient in the stencil library's segments (stencil.hpp, docs/stencils.md): which
+// segments a problem runs in, and the session that runs them on any backend. The chain's state is
+// (u_{t-1}, u_t), its layer one checkpoint of it per segment, its parameter adjoint dL/dm; the
+// misfit is not part of the state but summed from the traces the forward records at the
+// receivers, by the backend in the order its one-step chain sums it (host_misfit, cuda.cu's).
+#pragma once
+
+#include "driver.hpp"
+#include "stencil.hpp"
+#include "wave.hpp"
+
+#include <tapeflow/chain.hpp>
+#include <tapeflow/memory.hpp>
+#include <tapeflow/nvtx.hpp>
+#include <tapeflow/stencil/segment.hpp>
+#include <tapeflow/workloads/common/state_chain.hpp>
+#include <tapeflow/workloads/common/stencil_workload.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace tapeflow::workloads::wave {
+
+/// States (u_{t-1} and u_t: two values per cell) the one-step chain moves per step: 16 values per
+/// cell (description::bench_bytes).
+inline constexpr double one_step_states_per_step = 8.0;
+
+/// Calls f(stencil<T, 2>{}) on a 2-D problem (nz = 1), f(stencil<T, 3>{}) on a 3-D one.
+template <class T, class F>
+decltype(auto) with_stencil(problem const& p, F&& f)
+{
+  if (p.nz > 1) { return f(stencil<T, 3>{}); }
+  return f(stencil<T, 2>{});
+}
+
+/// The segments the problem runs in, planned once: in segments of K > 1, or, with --segment auto,
+/// when the planner's segments move fewer bytes than the one-step chain; none when the one-step
+/// chain runs. Throws logic_error for a k the device cannot hold.
+template <class T>
+[[nodiscard]] std::optional<tapeflow::stencil::segment_plan> segments_of(problem const& p, options const& o)
+{
+  if (o.segment == 1) { return std::nullopt; }
+  tapeflow::stencil::segment_plan const plan = with_stencil<T>(p, [&](auto s) {
+    return stencil_segments<decltype(s)>(grid_of<T>(p), p.steps, o);
+  });
+  if (o.segment == 0 && plan.states_per_step >= one_step_states_per_step) { return std::nullopt; }
+  return plan;
+}
+
+namespace detail {
+
+/// The misfit of recorded traces against observed ones (both T x receivers, in host memory):
+/// 0.5 sum_t sum_r (u_t(x_r) - d_{t,r})^2, step by step and receiver by receiver as the CPU's
+/// one-step chain sums it.
+template <class T>
+struct host_misfit {
+  T operator()(T const* traces, T const* d, std::size_t steps, std::size_t receivers, stream_view) const
+  {
+    T l = T(0);
+    for (std::size_t i = 0; i < steps * receivers; ++i) {
+      T const residual = traces[i] - d[i];
+      l += T(0.5) * residual * residual;
+    }
+    return l;
+  }
+};
+
+/// A wave problem on a backend, in `plan`'s segments of stencil S: Step is the backend's segment
+/// Step (make_cpu_segments, make_device_segments), made by `make(stencil, grid, plan, m)` once the
+/// session's buffers exist; Misfit sums the loss from the traces in the backend's memory
+/// (host_misfit's call).
+template <class T, class S, class Step, class Misfit>
+class segment_session final : public session<T> {
+ public:
+  template <class Make>
+  segment_session(problem const& p, options const& o, tapeflow::stencil::segment_plan const& plan, Make&& make,
+                  Misfit misfit)
+    : session<T>(o.kind), p_(p), o_(o), plan_(plan), misfit_(std::move(misfit)), m_(o.kind, p.cells() * sizeof(T), o.stream),
+      d_(o.kind, trace_values() * sizeof(T), o.stream), traces_(o.kind, trace_values() * sizeof(T), o.stream),
+      step_(make(S{geometry_of<T>(p), d_.template data_as<T>(), traces_.template data_as<T>()}, grid_of<T>(p), plan,
+                 tapeflow::stencil::coefficient_view<T>{m_.template data_as<T>()})),
+      state_(o.kind, bytes(), o.stream), spare_(o.kind, bytes(), o.stream), adjoint_(o.kind, bytes(), o.stream)
+  {
+  }
+
+  void load(std::vector<host_array<T>> const& inputs, stream_view s) override
+  {
+    check_inputs(p_, inputs);
+    m_.upload(inputs[0].data, m_.size(), s);
+    d_.upload(inputs[1].data, d_.size(), s);
+  }
+
+  void primal(stream_view s) override
+  {
+    TAPEFLOW_NVTX_RANGE("tapeflow::wave::primal");
+    state_.fill(0, s);  // from rest
+    for (std::size_t j = 0; j < plan_.segments; ++j) {
+      step_.forward(j, state_.template data_as<T>(), spare_.template data_as<T>(), s);
+      std::swap(state_, spare_);
+    }
+  }
+
+  void forward(stream_view s) override
+  {
+    TAPEFLOW_NVTX_RANGE("tapeflow::wave::forward");
+    if (!chain_) { chain_.emplace(step_, plan_.segments, chain_options_of(o_)); }
+    state_.fill(0, s);
+    chain_->forward(state_, s);
+    adjoint_.fill(0, s);  // L does not read u_T: the seed is zero, the misfit enters step by step
+  }
+
+  /// 0.5 sum_t sum_r (u_t(x_r) - d_{t,r})^2 of the traces the last forward recorded.
+  T loss(stream_view s) override
+  {
+    return misfit_(traces_.template data_as<T>(), d_.template data_as<T>(), p_.steps, p_.receivers(), s);
+  }
+
+  void reverse(stream_view s) override
+  {
+    TAPEFLOW_EXPECTS(chain_, "reverse() needs a completed forward() whose tape was not reversed yet");
+    chain_->reverse(adjoint_, s);  // zeroes dL/dm, then every segment adds its steps' share
+  }
+
+  std::vector<std::vector<T>> gradients(stream_view s) override
+  {
+    std::vector<T> dm(p_.cells());
+    chain_->parameter_adjoint().download(dm.data(), dm.size() * sizeof(T), s);
+    return {std::move(dm)};
+  }
+
+  /// u_T.
+  std::vector<std::vector<T>> outputs(stream_view s) override
+  {
+    std::vector<T> u(p_.cells());
+    state_.download(u.data(), u.size() * sizeof(T), s, u.size() * sizeof(T));
+    return {std::move(u)};
+  }
+
+  tape_report report() const override
+  {
+    tape_report r = chain_session_report(chain_, this->kind());
+    report_segments(r, plan_);
+    return r;
+  }
+
+ private:
+  [[nodiscard]] std::size_t trace_values() const noexcept { return p_.steps * p_.receivers(); }
+  [[nodiscard]] std::size_t bytes() const noexcept { return 2 * p_.cells() * sizeof(T); }
+
+  problem p_;
+  options o_;
+  tapeflow::stencil::segment_plan plan_;
+  Misfit misfit_;
+  device_buffer m_, d_, traces_;
+  Step step_;
+  device_buffer state_, spare_, adjoint_;
+  std::optional<chain<Step>> chain_;
+};
+
+/// The session of `plan`'s segments of the problem's stencil, its Step made by `make(stencil, grid,
+/// plan, m)` for the backend, its loss summed by `misfit`.
+template <class T, class Make, class Misfit>
+[[nodiscard]] std::unique_ptr<session<T>> open_segments(problem const& p, options const& o,
+                                                        tapeflow::stencil::segment_plan const& plan, Make make,
+                                                        Misfit misfit)
+{
+  return with_stencil<T>(p, [&](auto s) -> std::unique_ptr<session<T>> {
+    using S = decltype(s);
+    using Step = std::invoke_result_t<Make&, S, tapeflow::stencil::grid<T> const&, tapeflow::stencil::segment_plan const&,
+                                      tapeflow::stencil::coefficient_view<T>>;
+    return std::make_unique<segment_session<T, S, Step, Misfit>>(p, o, plan, make, std::move(misfit));
+  });
+}
+
+}  // namespace detail
+
+/// What the chain of the problem's segments will do, without running it.
+template <class T>
+[[nodiscard]] chain_stats plan_segments(problem const& p, tapeflow::stencil::segment_plan const& plan, options const& o)
+{
+  return with_stencil<T>(p, [&](auto s) { return plan_stencil_chain<decltype(s)>(grid_of<T>(p), plan, o); });
+}
+
+}  // namespace tapeflow::workloads::wave

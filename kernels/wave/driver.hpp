@@ -60,59 +60,18 @@ void check_inputs(problem const& p, std::vector<host_array<T>> const& inputs)
   check_model(p, inputs[0]);
 }
 
-/// One wave problem on a backend. The backend's Step has the members `geometry<T> g`, `T const* m`
-/// and `T const* d`, which the session points at its grid and its buffers.
+/// What the wave's sessions share, whatever one step of their chain is (a time step here, a
+/// segment of them in segments.hpp): m and the observed data on the backend, the state and its
+/// adjoint, the chain over `Step`, and the calls that do not depend on the step. The derived
+/// session makes its Step (after the buffers, whose addresses it may take) and seeds the adjoint.
 template <class T, class Step>
-class wave_session final : public session<T> {
+class chain_session : public session<T> {
  public:
-  /// `step`: the backend's Step but for g, m and d; `staging`: the ring counters a CPU step adds its
-  /// tiles to (null on a GPU).
-  wave_session(problem const& p, options const& o, Step step, std::shared_ptr<cpu::ring_stats const> staging)
-    : session<T>(o.kind), p_(p), o_(o), staging_(std::move(staging)), m_(o.kind, p.cells() * sizeof(T), o.stream),
-      d_(o.kind, p.steps * p.receivers() * sizeof(T), o.stream), step_(std::move(step)),
-      state_(o.kind, bytes(), o.stream), spare_(o.kind, bytes(), o.stream), adjoint_(o.kind, bytes(), o.stream),
-      seed_(o.kind, bytes(), o.stream)
-  {
-    step_.g = geometry_of<T>(p);
-    step_.m = m_.template data_as<T>();
-    step_.d = d_.template data_as<T>();
-    std::vector<T> seed(state_values(p), T(0));
-    seed.back() = T(1);  // dL/dL_T = 1; the fields' adjoints start at zero
-    seed_.upload(seed.data(), bytes(), o.stream);
-    synchronize(o.kind, o.stream);  // `seed` is pageable host memory, and goes when this returns
-  }
-
   void load(std::vector<host_array<T>> const& inputs, stream_view s) override
   {
     check_inputs(p_, inputs);
     m_.upload(inputs[0].data, m_.size(), s);
     d_.upload(inputs[1].data, d_.size(), s);
-  }
-
-  void primal(stream_view s) override
-  {
-    TAPEFLOW_NVTX_RANGE("tapeflow::wave::primal");
-    state_.fill(0, s);  // from rest, no misfit yet
-    for (std::size_t t = 0; t < p_.steps; ++t) {
-      step_.forward(t, state_.template data_as<T>(), spare_.template data_as<T>(), s);
-      std::swap(state_, spare_);
-    }
-  }
-
-  void forward(stream_view s) override
-  {
-    TAPEFLOW_NVTX_RANGE("tapeflow::wave::forward");
-    if (!chain_) { chain_.emplace(step_, p_.steps, chain_options_of(o_)); }
-    state_.fill(0, s);
-    chain_->forward(state_, s);
-    adjoint_.copy_from(seed_, s);
-  }
-
-  T loss(stream_view s) override
-  {
-    T l{};
-    state_.download(&l, sizeof(T), s, bytes() - sizeof(T));
-    return l;
   }
 
   void reverse(stream_view s) override
@@ -128,7 +87,7 @@ class wave_session final : public session<T> {
     return {std::move(dm)};
   }
 
-  /// u_T.
+  /// u_T (the state's second plane).
   std::vector<std::vector<T>> outputs(stream_view s) override
   {
     std::vector<T> u(p_.cells());
@@ -136,23 +95,90 @@ class wave_session final : public session<T> {
     return {std::move(u)};
   }
 
+ protected:
+  /// The buffers of a state of `state_values` values.
+  chain_session(problem const& p, options const& o, std::size_t state_values)
+    : session<T>(o.kind), p_(p), o_(o), m_(o.kind, p.cells() * sizeof(T), o.stream),
+      d_(o.kind, p.steps * p.receivers() * sizeof(T), o.stream), state_(o.kind, state_values * sizeof(T), o.stream),
+      spare_(o.kind, state_values * sizeof(T), o.stream), adjoint_(o.kind, state_values * sizeof(T), o.stream)
+  {
+  }
+
+  /// The untaped forward of the chain's `layers` steps of `step`, from rest.
+  void run_primal(Step const& step, std::size_t layers, stream_view s)
+  {
+    TAPEFLOW_NVTX_RANGE("tapeflow::wave::primal");
+    state_.fill(0, s);
+    for (std::size_t j = 0; j < layers; ++j) {
+      step.forward(j, state_.template data_as<T>(), spare_.template data_as<T>(), s);
+      std::swap(state_, spare_);
+    }
+  }
+  /// The chain's forward of `layers` steps of `step` from rest (the chain made at the first call).
+  void run_forward(Step const& step, std::size_t layers, stream_view s)
+  {
+    TAPEFLOW_NVTX_RANGE("tapeflow::wave::forward");
+    if (!chain_) { chain_.emplace(step, layers, chain_options_of(o_)); }
+    state_.fill(0, s);
+    chain_->forward(state_, s);
+  }
+  [[nodiscard]] tape_report report_of_chain() const { return chain_session_report(chain_, this->kind()); }
+
+  problem p_;
+  options o_;
+  device_buffer m_, d_;
+  device_buffer state_, spare_, adjoint_;
+  std::optional<chain<Step>> chain_;
+};
+
+/// The one-step chain's session: the chain's state is (u_{t-1}, u_t, L_t). The backend's Step has
+/// the members `geometry<T> g`, `T const* m` and `T const* d`, which the session points at its grid
+/// and its buffers.
+template <class T, class Step>
+class wave_session final : public chain_session<T, Step> {
+ public:
+  /// `step`: the backend's Step but for g, m and d; `staging`: the ring counters a CPU step adds its
+  /// tiles to (null on a GPU).
+  wave_session(problem const& p, options const& o, Step step, std::shared_ptr<cpu::ring_stats const> staging)
+    : chain_session<T, Step>(p, o, state_values(p)), staging_(std::move(staging)), step_(std::move(step)),
+      seed_(o.kind, state_values(p) * sizeof(T), o.stream)
+  {
+    step_.g = geometry_of<T>(p);
+    step_.m = this->m_.template data_as<T>();
+    step_.d = this->d_.template data_as<T>();
+    std::vector<T> seed(state_values(p), T(0));
+    seed.back() = T(1);  // dL/dL_T = 1; the fields' adjoints start at zero
+    seed_.upload(seed.data(), seed_.size(), o.stream);
+    synchronize(o.kind, o.stream);  // `seed` is pageable host memory, and goes when this returns
+  }
+
+  void primal(stream_view s) override { this->run_primal(step_, this->p_.steps, s); }
+
+  void forward(stream_view s) override
+  {
+    this->run_forward(step_, this->p_.steps, s);
+    this->adjoint_.copy_from(seed_, s);
+  }
+
+  /// L_T, the state's last value.
+  T loss(stream_view s) override
+  {
+    T l{};
+    this->state_.download(&l, sizeof(T), s, this->state_.size() - sizeof(T));
+    return l;
+  }
+
   tape_report report() const override
   {
-    tape_report r = chain_session_report(chain_, this->kind());
+    tape_report r = this->report_of_chain();
     if (staging_) { r.staging = *staging_; }
     return r;
   }
 
  private:
-  [[nodiscard]] std::size_t bytes() const noexcept { return state_values(p_) * sizeof(T); }
-
-  problem p_;
-  options o_;
   std::shared_ptr<cpu::ring_stats const> staging_;
-  device_buffer m_, d_;
   Step step_;
-  device_buffer state_, spare_, adjoint_, seed_;
-  std::optional<chain<Step>> chain_;
+  device_buffer seed_;
 };
 
 template <class T, class Step>

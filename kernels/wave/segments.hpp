@@ -70,96 +70,50 @@ struct host_misfit {
   }
 };
 
-/// A wave problem on a backend, in `plan`'s segments of stencil S: Step is the backend's segment
-/// Step (make_cpu_segments, make_device_segments), made by `make(stencil, grid, plan, m)` once the
-/// session's buffers exist; Misfit sums the loss from the traces in the backend's memory
-/// (host_misfit's call).
+/// A wave problem on a backend, in `plan`'s segments of stencil S: the chain's state is (u_{t-1},
+/// u_t). Step is the backend's segment Step (make_cpu_segments, make_device_segments), made by
+/// `make(stencil, grid, plan, m)` once the session's buffers exist; Misfit sums the loss from the
+/// traces in the backend's memory (host_misfit's call).
 template <class T, class S, class Step, class Misfit>
-class segment_session final : public session<T> {
+class segment_session final : public chain_session<T, Step> {
  public:
   template <class Make>
   segment_session(problem const& p, options const& o, tapeflow::stencil::segment_plan const& plan, Make&& make,
                   Misfit misfit)
-    : session<T>(o.kind), p_(p), o_(o), plan_(plan), misfit_(std::move(misfit)), m_(o.kind, p.cells() * sizeof(T), o.stream),
-      d_(o.kind, trace_values() * sizeof(T), o.stream), traces_(o.kind, trace_values() * sizeof(T), o.stream),
-      step_(make(S{geometry_of<T>(p), d_.template data_as<T>(), traces_.template data_as<T>()}, grid_of<T>(p), plan,
-                 tapeflow::stencil::coefficient_view<T>{m_.template data_as<T>()})),
-      state_(o.kind, bytes(), o.stream), spare_(o.kind, bytes(), o.stream), adjoint_(o.kind, bytes(), o.stream)
+    : chain_session<T, Step>(p, o, 2 * p.cells()), plan_(plan), misfit_(std::move(misfit)),
+      traces_(o.kind, p.steps * p.receivers() * sizeof(T), o.stream),
+      step_(make(S{geometry_of<T>(p), this->d_.template data_as<T>(), traces_.template data_as<T>()}, grid_of<T>(p),
+                 plan, tapeflow::stencil::coefficient_view<T>{this->m_.template data_as<T>()}))
   {
   }
 
-  void load(std::vector<host_array<T>> const& inputs, stream_view s) override
-  {
-    check_inputs(p_, inputs);
-    m_.upload(inputs[0].data, m_.size(), s);
-    d_.upload(inputs[1].data, d_.size(), s);
-  }
-
-  void primal(stream_view s) override
-  {
-    TAPEFLOW_NVTX_RANGE("tapeflow::wave::primal");
-    state_.fill(0, s);  // from rest
-    for (std::size_t j = 0; j < plan_.segments; ++j) {
-      step_.forward(j, state_.template data_as<T>(), spare_.template data_as<T>(), s);
-      std::swap(state_, spare_);
-    }
-  }
+  void primal(stream_view s) override { this->run_primal(step_, plan_.segments, s); }
 
   void forward(stream_view s) override
   {
-    TAPEFLOW_NVTX_RANGE("tapeflow::wave::forward");
-    if (!chain_) { chain_.emplace(step_, plan_.segments, chain_options_of(o_)); }
-    state_.fill(0, s);
-    chain_->forward(state_, s);
-    adjoint_.fill(0, s);  // L does not read u_T: the seed is zero, the misfit enters step by step
+    this->run_forward(step_, plan_.segments, s);
+    this->adjoint_.fill(0, s);  // L does not read u_T: the seed is zero, the misfit enters step by step
   }
 
   /// 0.5 sum_t sum_r (u_t(x_r) - d_{t,r})^2 of the traces the last forward recorded.
   T loss(stream_view s) override
   {
-    return misfit_(traces_.template data_as<T>(), d_.template data_as<T>(), p_.steps, p_.receivers(), s);
-  }
-
-  void reverse(stream_view s) override
-  {
-    TAPEFLOW_EXPECTS(chain_, "reverse() needs a completed forward() whose tape was not reversed yet");
-    chain_->reverse(adjoint_, s);  // zeroes dL/dm, then every segment adds its steps' share
-  }
-
-  std::vector<std::vector<T>> gradients(stream_view s) override
-  {
-    std::vector<T> dm(p_.cells());
-    chain_->parameter_adjoint().download(dm.data(), dm.size() * sizeof(T), s);
-    return {std::move(dm)};
-  }
-
-  /// u_T.
-  std::vector<std::vector<T>> outputs(stream_view s) override
-  {
-    std::vector<T> u(p_.cells());
-    state_.download(u.data(), u.size() * sizeof(T), s, u.size() * sizeof(T));
-    return {std::move(u)};
+    return misfit_(traces_.template data_as<T>(), this->d_.template data_as<T>(), this->p_.steps,
+                   this->p_.receivers(), s);
   }
 
   tape_report report() const override
   {
-    tape_report r = chain_session_report(chain_, this->kind());
+    tape_report r = this->report_of_chain();
     report_segments(r, plan_);
     return r;
   }
 
  private:
-  [[nodiscard]] std::size_t trace_values() const noexcept { return p_.steps * p_.receivers(); }
-  [[nodiscard]] std::size_t bytes() const noexcept { return 2 * p_.cells() * sizeof(T); }
-
-  problem p_;
-  options o_;
   tapeflow::stencil::segment_plan plan_;
   Misfit misfit_;
-  device_buffer m_, d_, traces_;
+  device_buffer traces_;
   Step step_;
-  device_buffer state_, spare_, adjoint_;
-  std::optional<chain<Step>> chain_;
 };
 
 /// The session of `plan`'s segments of the problem's stencil, its Step made by `make(stencil, grid,

@@ -232,6 +232,111 @@ TEST(StencilSegments, GradientIsTheDerivativeByFiniteDifferencesInDouble)
   check_finite_differences(advection_2d<double>{0.2, 0.1}, st::grid<double>{15, 9}, 6, 3);
 }
 
+// ---- coefficients and sites ------------------------------------------------------------------------
+
+/// L = ½ Σ u_T² of logistic_1d from u0 with the rates c, written from its definition (no library code).
+template <class S>
+double logistic_loss(S const& s, st::grid<double> const& g, std::size_t steps, std::vector<double> u,
+                     std::vector<double> const& c)
+{
+  auto const n = static_cast<std::int64_t>(g.nx);
+  auto at = [&](std::vector<double> const& v, std::int64_t x) {
+    if (g.edge == st::boundary::periodic) { return v[std::size_t((x % n + n) % n)]; }
+    return x < 0 || x >= n ? g.ghost : v[std::size_t(x)];
+  };
+  for (std::size_t t = 0; t < steps; ++t) {
+    std::vector<double> next(u.size());
+    for (std::int64_t x = 0; x < n; ++x) {
+      double const v = u[std::size_t(x)];
+      next[std::size_t(x)] = v + s.nu * (at(u, x - 1) - 2 * v + at(u, x + 1)) + c[std::size_t(x)] * v * (1 - at(u, x + 1)) +
+                             (x == s.source ? S::q(t) : 0.0);
+    }
+    u = next;
+  }
+  double l = 0;
+  for (double x : u) { l += 0.5 * x * x; }
+  return l;
+}
+
+struct with_rates {
+  gradient_of<double> state;
+  std::vector<double> dc;  ///< dL/dc
+};
+
+/// The chain of `k`-step segments of S with the rates `c` (on the target's memory), L = ½ Σ u_T².
+template <class S>
+with_rates run_with_rates(S const& s, st::grid<double> const& g, std::size_t steps, int k, tape_policy policy,
+                          std::vector<double> const& u0, std::vector<double> const& c)
+{
+  st::segment_request request;
+  request.k = k;
+  request.tile = test_tile(1);
+  request.block_threads = 64;
+  st::segment_plan const plan = st::plan_segments<S>(g, steps, query_device_limits(target), request);
+  device_buffer rates(target, c.size() * sizeof(double), {});
+  rates.upload(c.data(), rates.size(), {});
+  auto step = make_segments(s, g, plan, st::coefficient_view<double>{rates.data_as<double>()});
+  EXPECT_EQ(step.parameter_size(), g.cells());
+  chain_options o;
+  o.kind = target;
+  o.policy = policy;
+  o.poison = true;
+  chain<decltype(step)> chain_of(step, step.segments(), o);
+  with_rates r{run_half_squares(chain_of, target, u0), std::vector<double>(c.size())};
+  chain_of.parameter_adjoint().download(r.dc.data(), r.dc.size() * sizeof(double), {});
+  return r;
+}
+
+/// dL/du_0 and dL/dc of S against central differences of logistic_loss along random directions;
+/// every k's bits against k = 1's. Returns k = 1's run.
+template <class S>
+with_rates check_rates(S const& s, st::grid<double> const& g, std::size_t steps)
+{
+  std::vector<double> const u0 = random_state<double>(g.cells(), 11u, 0.1, 0.9);
+  std::vector<double> const c = random_state<double>(g.cells(), 12u, 0.2, 1.5);
+  with_rates const one = run_with_rates(s, g, steps, 1, tape_policy::store, u0, c);
+  for (int k : {3, 4}) {
+    SCOPED_TRACE("k = " + std::to_string(k));
+    with_rates const r = run_with_rates(s, g, steps, k, tape_policy::recompute, u0, c);
+    EXPECT_TRUE(same_bits(r.state.final_state, one.state.final_state));
+    EXPECT_TRUE(same_bits(r.state.gradient, one.state.gradient));
+    EXPECT_TRUE(same_bits(r.dc, one.dc)) << "off by " << relative_difference(r.dc, one.dc);
+  }
+  std::vector<double> const v = random_state<double>(g.cells(), 13u, -1.0, 1.0);
+  double const h = 1e-6;
+  auto along = [&](std::vector<double> const& base, double by) {
+    std::vector<double> x = base;
+    for (std::size_t i = 0; i < x.size(); ++i) { x[i] += by * v[i]; }
+    return x;
+  };
+  double const fd_c = (logistic_loss(s, g, steps, u0, along(c, h)) - logistic_loss(s, g, steps, u0, along(c, -h))) / (2 * h);
+  double const fd_u = (logistic_loss(s, g, steps, along(u0, h), c) - logistic_loss(s, g, steps, along(u0, -h), c)) / (2 * h);
+  double ad_c = 0;
+  double ad_u = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    ad_c += one.dc[i] * v[i];
+    ad_u += one.state.gradient[i] * v[i];
+  }
+  EXPECT_NEAR(ad_c, fd_c, 1e-6 * std::max(1.0, std::abs(fd_c))) << "dL/dc";
+  EXPECT_NEAR(ad_u, fd_u, 1e-6 * std::max(1.0, std::abs(fd_u))) << "dL/du0";
+  return one;
+}
+
+TEST(StencilSegments, CoefficientsAndSitesGiveTheDerivativeInBothAdjointForms)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  // A reaction rate per cell (a coefficient) and a source switched on at steps 1 to 3 at one cell
+  // (a site), on a periodic line and between fixed walls; the gather form reads the rates at its
+  // adjoint taps, the scatter form at the cells that read this one.
+  for (auto const& g : {st::grid<double>{29, 1, 1}, st::grid<double>{23, 1, 1, st::boundary::fixed, 0.3}}) {
+    SCOPED_TRACE(std::string(st::to_string(g.edge)));
+    with_rates const gather = check_rates(logistic_1d_gather<double>{{0.2, 5}}, g, 9);
+    with_rates const scatter = check_rates(logistic_1d_scatter<double>{{0.2, 5}}, g, 9);
+    EXPECT_LT(relative_difference(scatter.dc, gather.dc), 1e-13);
+    EXPECT_LT(relative_difference(scatter.state.gradient, gather.state.gradient), 1e-13);
+  }
+}
+
 #if defined(TAPEFLOW_TEST_ON_GPU)
 TEST(StencilSegments, ADeviceRunnerRefusesACpuPlan)
 {

@@ -5,9 +5,10 @@
 
 namespace tapeflow::testing {
 template <class S>
-auto make_segments(S const& s, stencil::grid<typename S::value_type> const& g, stencil::segment_plan const& plan)
+auto make_segments(S const& s, stencil::grid<typename S::value_type> const& g, stencil::segment_plan const& plan,
+                   stencil::coefficient_view<typename S::value_type> c = {})
 {
-  return stencil::make_cpu_segments(s, g, plan);
+  return stencil::make_cpu_segments(s, g, plan, nullptr, c);
 }
 }  // namespace tapeflow::testing
 

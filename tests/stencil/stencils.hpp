@@ -8,6 +8,9 @@
 #include <tapeflow/config.hpp>
 #include <tapeflow/stencil/stencil.hpp>
 
+#include <cstddef>
+#include <cstdint>
+
 #include <tapeflow/workloads/allen_cahn/stencil.hpp>
 
 namespace tapeflow::testing::stencils {
@@ -98,6 +101,55 @@ struct gray_scott_3d {
     T const sum_b = g[8] + g[9] + g[10] + g[11] + g[12] + g[13];
     lambda[0] = g[0] * (T(1) - T(6) * da - b * b - feed) + da * sum_a + g[1] * (b * b);
     lambda[1] = g[0] * (-T(2) * a * b) + g[1] * (T(1) - T(6) * db + T(2) * a * b - (feed + kill)) + db * sum_b;
+  }
+};
+
+/// 1-D diffusion with a reaction against the right neighbour at a rate c per cell (a coefficient)
+/// and a source at one cell and step window (through the site): u' = u + nu (u[x-1] - 2u + u[x+1])
+/// + c u (1 - u[x+1]) + q_t at x = source. The adjoint's share through the right tap depends on c of
+/// the cell that reads it: the gather form reads c at its adjoint taps, the scatter form (reverse())
+/// gets the reading cell's. Either way dL/dc is the chain's parameter adjoint.
+template <class T, bool Gather>
+struct logistic_1d_base {
+  using value_type = T;
+  static constexpr int dims = 1;
+  static constexpr int fields = 1;
+  static constexpr int coefficients = 1;
+  using forward_taps = st::taps<st::tap<0>, st::tap<-1>, st::tap<1>>;
+  T nu;
+  std::int64_t source;
+
+  /// The source at step t: on at steps 1 to 3 only, so that a step index off by one shows.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE static T q(std::size_t t) noexcept { return t >= 1 && t <= 3 ? T(0.25) * T(t) : T(0); }
+
+  TAPEFLOW_HOST_DEVICE void forward(T const* u, T* out, st::site<T> const& at) const
+  {
+    T const c = at.coefficients[0];
+    out[0] = u[0] + nu * (u[1] - T(2) * u[0] + u[2]) + c * u[0] * (T(1) - u[2]) + (at.x == source ? q(at.step) : T(0));
+  }
+  TAPEFLOW_HOST_DEVICE void parameter_adjoint(T const* u, T const* g, T* dc, st::site<T> const&) const
+  {
+    dc[0] = g[0] * u[0] * (T(1) - u[2]);
+  }
+};
+template <class T>
+struct logistic_1d_gather : logistic_1d_base<T, true> {
+  using adjoint_taps = typename logistic_1d_base<T, true>::forward_taps;  // λ' at the cell and both neighbours
+  TAPEFLOW_HOST_DEVICE void adjoint(T const* u, T const* g, T* lambda, st::site<T> const& at) const
+  {
+    T const* const c = at.coefficients;  // at the cell, its left and its right neighbour
+    T const d = this->nu;
+    lambda[0] = g[0] * (T(1) - T(2) * d + c[0] * (T(1) - u[2])) + g[2] * d + g[1] * (d - c[1] * u[1]);
+  }
+};
+template <class T>
+struct logistic_1d_scatter : logistic_1d_base<T, false> {
+  TAPEFLOW_HOST_DEVICE void reverse(T const* u, T const* g, T* contributions, st::site<T> const& at) const
+  {
+    T const c = at.coefficients[0];
+    contributions[0] = g[0] * (T(1) - T(2) * this->nu + c * (T(1) - u[2]));
+    contributions[1] = g[0] * this->nu;
+    contributions[2] = g[0] * (this->nu - c * u[0]);
   }
 };
 

@@ -33,76 +33,32 @@ def initial_state(np, n: int, dtype, seed: int):
 
 
 def make_functions(jax, jnp, steps: int, remat: bool = False):
-    """(run, loss) for T steps. With `remat`, each step is wrapped in jax.checkpoint."""
+    """(run, loss) for T steps (common.jax_scan_functions). With `remat`, each step is wrapped in
+    jax.checkpoint."""
     def step(u):
         left, right = jnp.roll(u, 1), jnp.roll(u, -1)  # u_{j-1}, u_{j+1}
         return u - A * u * (right - left) + B * (right - 2 * u + left)
 
-    body = jax.checkpoint(step) if remat else step
-
-    def run(u0):
-        u, _ = jax.lax.scan(lambda u, _: (body(u), None), u0, None, length=steps)
-        return u
-
-    def loss(u0):
-        u = run(u0)
-        return 0.5 * jnp.sum(u * u)
-
-    return run, loss
+    return common.jax_scan_functions(jax, jnp, step, steps, remat)
 
 
 def check_gradient(jax, jnp, np) -> None:
     """dL/du0 at n16 T6 in float64 against central differences."""
     n, steps = 16, 6
-    u0 = initial_state(np, n, np.float64, seed=7)
     _, loss = make_functions(jax, jnp, steps)
-    g = np.asarray(jax.jit(jax.grad(loss))(jnp.asarray(u0)))
-    loss_jit = jax.jit(loss)
-    flat = u0.copy()
-    fd = common.central_differences(lambda: loss_jit(jnp.asarray(flat)), flat)
-    err = common.relative_error(g.tolist(), fd)
-    print(f"gradient check (n16 T6 f64, jax.grad vs central differences): relative error {err:.2e}")
-    if not err < 1e-7:
-        common.fail(f"burgers_jax: the gradient is wrong (relative error {err:.3e})")
+    common.check_jax_gradient(jax, loss, initial_state(np, n, np.float64, seed=7), size_string(n, steps, "f64"))
 
 
 def main() -> None:
     args = common.parse_args("Burgers 1-D (JAX peer of tapeflow_bench --suite burgers)")
-    import jax
-
-    jax.config.update("jax_enable_x64", True)  # for the float64 check; the timed run is float32
-    import jax.numpy as jnp
-    import numpy as np
-
+    jax, jnp, np = common.import_jax()  # float64 for the check; the timed run is float32
     check_gradient(jax, jnp, np)
 
     n, steps = timed_size(args.quick)
-    size = size_string(n, steps)
     u0 = jax.device_put(jnp.asarray(initial_state(np, n, np.float32, seed=20261140)))
-    device = jax.devices()[0]
-    rows = []
-    primal_ms = None
-    for variant, remat in (("jax-jit", False), ("jax-checkpoint", True)):
-        run, loss = make_functions(jax, jnp, steps, remat)
-        primal = jax.jit(run)
-        grad = jax.jit(jax.grad(loss))
-        if primal_ms is None:  # remat changes only the gradient
-            primal_ms = common.median_ms_jax(lambda: primal(u0), args.warmup, args.repeats)
-        try:
-            if grad(u0).dtype != jnp.float32:
-                common.fail("burgers_jax: the timed gradient is not float32")
-            grad_ms = common.median_ms_jax(lambda: grad(u0), args.warmup, args.repeats)
-        except Exception as e:  # XLA reports exhausted memory as a runtime error
-            if "RESOURCE_EXHAUSTED" not in str(e):
-                raise
-            rows.append({"workload": "burgers", "variant": variant, "size": size, "peer": "jax",
-                         "error": "out of memory"})
-            print(f"burgers {variant}: out of memory")
-            continue
-        stats = device.memory_stats() if hasattr(device, "memory_stats") else None
-        peak = int(stats.get("peak_bytes_in_use", 0)) if stats else 0
-        rows.append(common.row("burgers", variant, size, primal_ms, grad_ms, "jax", peak_device_bytes=peak,
-                               platform=device.platform))
+    rows = common.jax_remat_rows(jax, "burgers", size_string(n, steps),
+                                 lambda remat: make_functions(jax, jnp, steps, remat), (u0,), args,
+                                 platform=jax.devices()[0].platform)
     common.write_rows(args.out, rows)
 
 

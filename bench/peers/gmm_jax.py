@@ -7,6 +7,7 @@ tapeflow_bench suite `gmm` (same sizes, same size strings, same objective as gmm
 """
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -66,10 +67,7 @@ def check_gradient() -> None:
     fd = []
     for which in range(3):
         fd += common.central_differences(lambda: f(*params, x), params[which].reshape(-1))
-    err = common.relative_error(analytic, fd)
-    if not err < 1e-6:
-        common.fail(f"gmm_jax: jax.grad differs from central differences: relative error {err:.3e}")
-    print(f"gmm_jax: gradient check at d{d} K{k} N{n}: relative error {err:.2e}")
+    common.check_gradient_error(analytic, fd, f"d{d} K{k} N{n} f64", "jax.grad", tol=1e-6)
 
 
 def main() -> None:
@@ -84,13 +82,10 @@ def main() -> None:
     for d, k, n in QUICK if args.quick else FULL:
         f = make_objective(d, k, n)
         alphas, means, icf, x = make_inputs(d, k, n, 20261124 + d)
-        primal = jax.jit(f)
-        value_and_grad = jax.jit(jax.value_and_grad(f, argnums=(0, 1, 2)))
-        primal_ms = common.median_ms_jax(lambda: primal(alphas, means, icf, x), args.warmup, args.repeats)
-        grad_ms = common.median_ms_jax(lambda: value_and_grad(alphas, means, icf, x), args.warmup, args.repeats)
-        stats = jax.devices()[0].memory_stats() or {}
-        rows.append(common.row("gmm", "jax-jit", size_name(d, k, n), primal_ms, grad_ms, "jax",
-                               peak_device_bytes=int(stats.get("peak_bytes_in_use", 0))))
+        inputs = (alphas, means, icf, x)
+        primal = functools.partial(jax.jit(f), *inputs)
+        value_and_grad = functools.partial(jax.jit(jax.value_and_grad(f, argnums=(0, 1, 2))), *inputs)
+        rows += common.jax_rows("gmm", size_name(d, k, n), primal, [("jax-jit", value_and_grad)], args)
     common.write_rows(args.out, rows)
 
 

@@ -75,40 +75,26 @@ def check_gradient(device) -> None:
     with torch.no_grad():
         for p in (alphas, means, icf):
             fd += common.central_differences(lambda: objective(alphas, means, icf, x, lidx), p.view(-1))
-    err = common.relative_error(analytic, fd)
-    if not err < 1e-6:
-        common.fail(f"gmm_torch: autograd gradient differs from central differences: relative error {err:.3e}")
-    print(f"gmm_torch: gradient check at d{d} K{k} N{n}: relative error {err:.2e}")
+    common.check_gradient_error(analytic, fd, f"d{d} K{k} N{n} f64", "autograd", tol=1e-6)
 
 
 def main() -> None:
     args = common.parse_args(__doc__.splitlines()[0])
+    import contextlib
+
     import torch
 
-    if not torch.cuda.is_available():
-        common.fail("gmm_torch: no CUDA device")
-    device = torch.device("cuda")
+    device = common.torch_device(torch)
     check_gradient(device)
     rows = []
     for d, k, n in QUICK if args.quick else FULL:
         alphas, means, icf, x = make_inputs(d, k, n, 20261124 + d, device)
         lidx = ltri_index(d, device)
         params = [t.clone().requires_grad_(True) for t in (alphas, means, icf)]
-
-        def primal():
-            with torch.no_grad():
-                return objective(alphas, means, icf, x, lidx)
-
-        def grad():
-            err = objective(*params, x, lidx)
-            return torch.autograd.grad(err, params)
-
-        primal_ms = common.median_ms_torch(primal, args.warmup, args.repeats)
-        common.torch_peak_bytes(reset=True)
-        grad_ms = common.median_ms_torch(grad, args.warmup, args.repeats)
-        peak = common.torch_peak_bytes()
-        rows.append(common.row("gmm", "pytorch-eager", size_name(d, k, n), primal_ms, grad_ms, "pytorch",
-                               peak_device_bytes=peak))
+        variants = [("pytorch-eager", None, contextlib.nullcontext)]
+        rows += common.torch_rows(torch, "gmm", size_name(d, k, n), variants,
+                                  lambda _: objective(alphas, means, icf, x, lidx),
+                                  lambda _: torch.autograd.grad(objective(*params, x, lidx), params), args)
     common.write_rows(args.out, rows)
 
 

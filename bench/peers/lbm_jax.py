@@ -8,9 +8,10 @@ primal = jax.jit of T steps; grad = jax.jit(jax.grad(loss)) (forward + backward 
 
     python3 bench/peers/lbm_jax.py --out ROWS.json [--quick]
 
-Rows: workload "lbm", variant "jax-jit", size "1024x1024 T100 f32" ("128x128 T10 f32" under
---quick), peer "jax". Before timing, the gradient is checked at 6x5 T3 in float64 against central
-finite differences; a wrong gradient exits non-zero.
+Rows: workload "lbm", variants "jax-jit" and "jax-checkpoint" (jax.checkpoint around each step),
+size "1024x1024 T100 f32" ("128x128 T10 f32" under --quick), peer "jax". Before timing, the
+gradient is checked at 6x5 T3 in float64 against central finite differences; a wrong gradient
+exits non-zero.
 """
 from __future__ import annotations
 
@@ -67,45 +68,21 @@ def make_functions(jax, jnp, steps: int, remat: bool = False):
 def check_gradient(jax, jnp, np) -> None:
     """dL/df0 at 6x5 T3 in float64 against central differences."""
     nx, ny, steps = 6, 5, 3
-    f0 = initial_state(np, nx, ny, np.float64, seed=7)
     _, loss = make_functions(jax, jnp, steps)
-    g = np.asarray(jax.jit(jax.grad(loss))(jnp.asarray(f0))).ravel()
-    loss_jit = jax.jit(loss)
-    flat = f0.ravel().copy()
-    fd = common.central_differences(lambda: loss_jit(jnp.asarray(flat.reshape(f0.shape))), flat)
-    err = common.relative_error(g.tolist(), fd)
-    print(f"gradient check (6x5 T3 f64, jax.grad vs central differences): relative error {err:.2e}")
-    if not err < 1e-7:
-        common.fail(f"lbm_jax: the gradient is wrong (relative error {err:.3e})")
+    f0 = initial_state(np, nx, ny, np.float64, seed=7)
+    common.check_jax_gradient(jax, loss, f0, size_string(nx, ny, steps, "f64"))
 
 
 def main() -> None:
     args = common.parse_args("LBM D2Q9 (JAX peer of tapeflow_bench --suite lbm)")
-    import jax
-
-    jax.config.update("jax_enable_x64", True)  # for the float64 check; the timed run is float32
-    import jax.numpy as jnp
-    import numpy as np
-
+    jax, jnp, np = common.import_jax()  # float64 for the check; the timed run is float32
     check_gradient(jax, jnp, np)
 
     nx, ny, steps = (128, 128, 10) if args.quick else (1024, 1024, 100)
-    size = size_string(nx, ny, steps)
     f0 = jax.device_put(jnp.asarray(initial_state(np, nx, ny, np.float32, seed=20261140)))
-    device = jax.devices()[0]
-    rows = []
-    for variant, remat in (("jax-jit", False), ("jax-checkpoint", True)):
-        run, loss = make_functions(jax, jnp, steps, remat)
-        primal = jax.jit(run)
-        grad = jax.jit(jax.grad(loss))
-        if grad(f0).dtype != jnp.float32:
-            common.fail("lbm_jax: the timed gradient is not float32")
-        primal_ms = common.median_ms_jax(lambda: primal(f0), args.warmup, args.repeats)
-        grad_ms = common.median_ms_jax(lambda: grad(f0), args.warmup, args.repeats)
-        stats = device.memory_stats() if hasattr(device, "memory_stats") else None
-        peak = int(stats.get("peak_bytes_in_use", 0)) if stats else 0
-        rows.append(common.row("lbm", variant, size, primal_ms, grad_ms, "jax", peak_device_bytes=peak,
-                               platform=device.platform))
+    rows = common.jax_remat_rows(jax, "lbm", size_string(nx, ny, steps),
+                                 lambda remat: make_functions(jax, jnp, steps, remat), (f0,), args,
+                                 platform=jax.devices()[0].platform)
     common.write_rows(args.out, rows)
 
 

@@ -8,7 +8,8 @@ primal = T steps without grad; grad = forward + backward of L.
 
     python3 bench/peers/lbm_torch.py --out ROWS.json [--quick]
 
-Rows: workload "lbm", variants "pytorch-eager" and "torch.compile", size "1024x1024 T100 f32"
+Rows: workload "lbm", variants "pytorch-eager", "torch.compile", "torch-checkpoint" and
+"torch-save-on-cpu" (common.torch_step_variants), size "1024x1024 T100 f32"
 ("128x128 T10 f32" under --quick), peer "pytorch". Before timing, the gradient is checked at
 6x5 T3 in float64 against central finite differences; a wrong gradient exits non-zero.
 """
@@ -57,89 +58,28 @@ def make_step(torch, dtype, device):
     return step
 
 
-def run(step, f, steps: int):
-    for _ in range(steps):
-        f = step(f)
-    return f
-
-
-def loss(step, f, steps: int):
-    return 0.5 * (run(step, f, steps) ** 2).sum()
-
-
-def gradient(torch, step, f0, steps: int):
-    f = f0.detach().requires_grad_(True)
-    (g,) = torch.autograd.grad(loss(step, f, steps), f)
-    return g
-
-
 def check_gradient(torch, device) -> None:
     """dL/df0 at 6x5 T3 in float64 against central differences, for eager and compiled steps."""
     nx, ny, steps = 6, 5, 3
     f0 = initial_state(torch, nx, ny, torch.float64, device, seed=7)
-    eager = make_step(torch, torch.float64, device)
-    g = gradient(torch, eager, f0, steps).flatten().tolist()
-    flat = f0.flatten().clone()
-    with torch.no_grad():
-        fd = common.central_differences(lambda: loss(eager, flat.reshape(f0.shape), steps), flat)
-    err = common.relative_error(g, fd)
-    print(f"gradient check (6x5 T3 f64, eager vs central differences): relative error {err:.2e}")
-    if not err < 1e-7:
-        common.fail(f"lbm_torch: the eager gradient is wrong (relative error {err:.3e})")
-    compiled = torch.compile(make_step(torch, torch.float64, device))
-    gc = gradient(torch, compiled, f0, steps).flatten().tolist()
-    err = common.relative_error(gc, fd)
-    print(f"gradient check (6x5 T3 f64, torch.compile vs central differences): relative error {err:.2e}")
-    if not err < 1e-7:
-        common.fail(f"lbm_torch: the compiled gradient is wrong (relative error {err:.3e})")
+    checked = [("eager", make_step(torch, torch.float64, device)),
+               ("torch.compile", torch.compile(make_step(torch, torch.float64, device)))]
+    common.check_torch_gradient(torch, lambda step, f: common.final_energy(step, f, steps), f0,
+                                size_string(nx, ny, steps, "f64"), checked)
 
 
 def main() -> None:
     args = common.parse_args("LBM D2Q9 (PyTorch peer of tapeflow_bench --suite lbm)")
     import torch
 
-    if not torch.cuda.is_available():
-        common.fail("lbm_torch: no CUDA device")
-    device = "cuda"
+    device = common.torch_device(torch)
     check_gradient(torch, device)
 
     nx, ny, steps = (128, 128, 10) if args.quick else (1024, 1024, 100)
-    size = size_string(nx, ny, steps)
     f0 = initial_state(torch, nx, ny, torch.float32, device, seed=20261140)
-    import contextlib
-
-    import torch.utils.checkpoint as checkpoint
-
-    eager = make_step(torch, torch.float32, device)
-    recomputed = lambda f: checkpoint.checkpoint(eager, f, use_reentrant=False)  # noqa: E731
-    # (name, step, what the backward's saved tensors go through)
-    variants = (
-        ("pytorch-eager", eager, contextlib.nullcontext),
-        ("torch.compile", torch.compile(make_step(torch, torch.float32, device)), contextlib.nullcontext),
-        ("torch-checkpoint", recomputed, contextlib.nullcontext),
-        ("torch-save-on-cpu", eager, lambda: torch.autograd.graph.save_on_cpu(pin_memory=True)),
-    )
-    rows = []
-    for variant, step, saved in variants:
-        def primal():
-            with torch.no_grad():
-                return run(step, f0, steps)
-
-        def grad():
-            with saved():
-                return gradient(torch, step, f0, steps)
-
-        primal_ms = common.median_ms_torch(primal, args.warmup, args.repeats)
-        common.torch_peak_bytes(reset=True)
-        try:
-            grad_ms = common.median_ms_torch(grad, args.warmup, args.repeats)
-        except torch.cuda.OutOfMemoryError as e:  # reported in the row, not hidden
-            torch.cuda.empty_cache()
-            rows.append({"workload": "lbm", "variant": variant, "size": size, "peer": "pytorch",
-                         "error": "out of memory: " + str(e).splitlines()[0]})
-            continue
-        rows.append(common.row("lbm", variant, size, primal_ms, grad_ms, "pytorch",
-                               peak_device_bytes=common.torch_peak_bytes()))
+    variants = common.torch_step_variants(torch, make_step(torch, torch.float32, device),
+                                          torch.compile(make_step(torch, torch.float32, device)))
+    rows = common.torch_final_energy_rows(torch, "lbm", size_string(nx, ny, steps), variants, f0, steps, args)
     common.write_rows(args.out, rows)
 
 

@@ -20,6 +20,7 @@ against central finite differences; the script exits non-zero when one is wrong.
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
@@ -140,13 +141,6 @@ def check_gradient(loss, lengths=None) -> None:
           + (", and vs its sequences run alone)" if lengths else ")"))
 
 
-def peak_bytes() -> int:
-    import jax
-
-    stats = jax.devices()[0].memory_stats() or {}
-    return int(stats.get("peak_bytes_in_use", 0))
-
-
 def main() -> None:
     args = common.parse_args("LSTM peer in JAX: lax.scan, jit(grad), precision HIGHEST")
     import jax
@@ -161,19 +155,18 @@ def main() -> None:
             check_gradient(make_loss(remat), lengths)
 
     rows = []
-    for variant, remat in (("jax-jit", False), ("jax-checkpoint", True)):
+    for variant, remat in common.JAX_VARIANTS:
         loss = make_loss(remat)
         primal = jax.jit(loss)
         grad = jax.jit(jax.grad(loss))
         # Every size padded, then the longer one packed (a masked scan), as tapeflow_bench's suite.
         for shape, lengths in timed_sizes(args.quick):
             params, x = make_problem(shape, jnp.float32, seed=20261124)
-            running = running_mask(lengths, shape[1])
-            primal_ms = common.median_ms_jax(lambda: primal(params, x, running), args.warmup, args.repeats)
-            grad_ms = common.median_ms_jax(lambda: grad(params, x, running), args.warmup, args.repeats)
+            inputs = (params, x, running_mask(lengths, shape[1]))
             math = "fp32, precision HIGHEST" + ("; masked scan over the padded batch" if lengths else "")
-            rows.append(common.row(WORKLOAD, variant, size_string(*shape, packed=lengths is not None), primal_ms,
-                                   grad_ms, "jax", peak_device_bytes=peak_bytes(), math=math))
+            size = size_string(*shape, packed=lengths is not None)
+            rows += common.jax_rows(WORKLOAD, size, functools.partial(primal, *inputs),
+                                    [(variant, functools.partial(grad, *inputs))], args, math=math)
     common.write_rows(args.out, rows)
 
 

@@ -152,64 +152,40 @@ def check_gradients(torch, device) -> None:
 
 def main() -> None:
     args = common.parse_args("LSTM peers in PyTorch: cuDNN, eager, torch.compile, checkpoint, save_on_cpu")
+    import contextlib
+
     import torch
 
-    if not torch.cuda.is_available():
-        common.fail("lstm_torch: no CUDA device")
+    device = common.torch_device(torch)
     # Full fp32 everywhere (no TF32), as tapeflow's cuBLAS calls.
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
     torch.backends.cudnn.benchmark = False
-    device = torch.device("cuda")
     check_gradients(torch, device)
 
-    import contextlib
-
-    import torch.utils.checkpoint as checkpoint
-
     cell = make_cell(torch)
-    compiled_cell = torch.compile(cell)
-
-    def recomputed_cell(*a):  # every step's residuals recomputed in the backward pass
-        return checkpoint.checkpoint(cell, *a, use_reentrant=False)
-
+    # The hand-written cell's variants: eager, compiled, checkpointed (every step's residuals
+    # recomputed in the backward pass), saved tensors on the CPU.
+    cell_variants = common.torch_step_variants(torch, cell, torch.compile(cell))
     rows = []
     for shape, lengths in timed_sizes(args.quick):
         size = size_string(*shape, packed=lengths is not None)
         w, u, b, x = make_problem(torch, shape, torch.float32, device, seed=20261124)
-        params = [w, u, b]
         cudnn = CudnnLstm(torch, w.detach(), u.detach(), b.detach())
-        def on_cpu():
-            return torch.autograd.graph.save_on_cpu(pin_memory=True)
-
-        # variant: (loss, parameters, what the backward's saved tensors go through)
-        variants = {
-            "cudnn": (lambda: cudnn.loss(x, lengths), cudnn.params, contextlib.nullcontext),
-            "pytorch-eager": (lambda: handwritten_loss(cell, w, u, b, x, lengths), params, contextlib.nullcontext),
-            "torch.compile": (lambda: handwritten_loss(compiled_cell, w, u, b, x), params, contextlib.nullcontext),
-            "torch-checkpoint": (lambda: handwritten_loss(recomputed_cell, w, u, b, x), params,
-                                 contextlib.nullcontext),
-            "torch-save-on-cpu": (lambda: handwritten_loss(cell, w, u, b, x), params, on_cpu),
-        }
+        variants = [("cudnn", cudnn, contextlib.nullcontext)] + cell_variants
         if lengths is not None:
-            variants = {name: v for name, v in variants.items() if name in PACKED_VARIANTS}
-        for variant, (loss_fn, wrt, saved) in variants.items():
-            def primal(loss_fn=loss_fn):
-                with torch.no_grad():
-                    return loss_fn()
+            variants = [v for v in variants if v[0] in PACKED_VARIANTS]
 
-            def grad(loss_fn=loss_fn, wrt=wrt, saved=saved):
-                with saved():
-                    return torch.autograd.grad(loss_fn(), wrt)
+        def loss(model):  # model: the cuDNN LSTM or a variant's cell
+            if model is cudnn:
+                return cudnn.loss(x, lengths)
+            return handwritten_loss(model, w, u, b, x, lengths)
 
-            primal_ms = common.median_ms_torch(primal, args.warmup, args.repeats)
-            common.torch_peak_bytes(reset=True)
-            grad_ms = common.median_ms_torch(grad, args.warmup, args.repeats)
-            peak = common.torch_peak_bytes()
-            rows.append(common.row(WORKLOAD, variant, size, primal_ms, grad_ms, "pytorch", peak_device_bytes=peak,
-                                   math="fp32, TF32 off"))
-            torch.cuda.empty_cache()
+        def grad(model):
+            return torch.autograd.grad(loss(model), cudnn.params if model is cudnn else [w, u, b])
+
+        rows += common.torch_rows(torch, WORKLOAD, size, variants, loss, grad, args, math="fp32, TF32 off")
     common.write_rows(args.out, rows)
 
 

@@ -79,54 +79,20 @@ def check_gradient(jax, jnp, np) -> None:
     for nx, ny, nz in ((6, 5, 1), (5, 4, 3)):
         m, q, d = inputs(np, nx, ny, nz, steps, np.float64, seed=7, f=0.5)
         _, loss = make_functions(jax, jnp, nx, ny, nz)
-        g = np.asarray(jax.jit(jax.grad(loss))(m, q, d)).ravel()
-        loss_jit = jax.jit(loss)
-        flat = m.ravel().copy()
-        fd = common.central_differences(lambda: loss_jit(flat.reshape(m.shape), q, d), flat)
-        err = common.relative_error(g.tolist(), fd)
-        where = size_string(nx, ny, nz, steps, "f64")
-        print(f"gradient check ({where}, jax.grad vs central differences): relative error {err:.2e}")
-        if not err < 1e-7:
-            common.fail(f"wave_jax: the gradient at {where} is wrong (relative error {err:.3e})")
+        common.check_jax_gradient(jax, loss, m, size_string(nx, ny, nz, steps, "f64"), q, d)
 
 
 def main() -> None:
     args = common.parse_args("acoustic wave 2-D and 3-D (JAX peer of tapeflow_bench --suite wave)")
-    import jax
-
-    jax.config.update("jax_enable_x64", True)  # for the float64 check; the timed run is float32
-    import jax.numpy as jnp
-    import numpy as np
-
+    jax, jnp, np = common.import_jax()  # float64 for the check; the timed run is float32
     check_gradient(jax, jnp, np)
 
-    device = jax.devices()[0]
     rows = []
     for nx, ny, nz, steps in timed_sizes(args.quick):
-        size = size_string(nx, ny, nz, steps)
-        m, q, d = (jax.device_put(a) for a in inputs(np, nx, ny, nz, steps, np.float32, seed=20261140))
-        primal_ms = None
-        for variant, remat in (("jax-jit", False), ("jax-checkpoint", True)):
-            run, loss = make_functions(jax, jnp, nx, ny, nz, remat)
-            primal = jax.jit(run)
-            grad = jax.jit(jax.grad(loss))
-            if primal_ms is None:  # remat changes only the gradient
-                primal_ms = common.median_ms_jax(lambda: primal(m, q, d), args.warmup, args.repeats)
-            try:
-                if grad(m, q, d).dtype != jnp.float32:
-                    common.fail("wave_jax: the timed gradient is not float32")
-                grad_ms = common.median_ms_jax(lambda: grad(m, q, d), args.warmup, args.repeats)
-            except Exception as e:  # XLA reports exhausted memory as a runtime error
-                if "RESOURCE_EXHAUSTED" not in str(e):
-                    raise
-                rows.append({"workload": "wave", "variant": variant, "size": size, "peer": "jax",
-                             "error": "out of memory"})
-                print(f"wave {size} {variant}: out of memory")
-                continue
-            stats = device.memory_stats() if hasattr(device, "memory_stats") else None
-            peak = int(stats.get("peak_bytes_in_use", 0)) if stats else 0
-            rows.append(common.row("wave", variant, size, primal_ms, grad_ms, "jax", peak_device_bytes=peak,
-                                   platform=device.platform))
+        arrays = tuple(jax.device_put(a) for a in inputs(np, nx, ny, nz, steps, np.float32, seed=20261140))
+        rows += common.jax_remat_rows(jax, "wave", size_string(nx, ny, nz, steps),
+                                      lambda remat: make_functions(jax, jnp, nx, ny, nz, remat), arrays, args,
+                                      platform=jax.devices()[0].platform)
     common.write_rows(args.out, rows)
 
 

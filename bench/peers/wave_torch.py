@@ -20,7 +20,6 @@ runs, on the CPU (wall-clock times; rows say platform "cpu").
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 
@@ -76,12 +75,6 @@ def loss(step, m, q, d, steps: int):
     return misfit
 
 
-def gradient(torch, step, m, q, d, steps: int):
-    x = m.detach().requires_grad_(True)
-    (g,) = torch.autograd.grad(loss(step, x, q, d, steps), x)
-    return g
-
-
 def inputs(torch, nx: int, ny: int, nz: int, steps: int, dtype, device, seed: int, f: float = PEAK_FREQUENCY):
     """m, q and d (wave_problem.py) as tensors."""
     def tensor(values):
@@ -101,67 +94,30 @@ def check_gradient(torch, device) -> None:
     for nx, ny, nz in ((6, 5, 1), (5, 4, 3)):
         m, q, d = inputs(torch, nx, ny, nz, steps, torch.float64, device, seed=7, f=0.5)
         eager = make_step(torch, nx, ny, nz)
-        flat = m.flatten().clone()
-        with torch.no_grad():
-            fd = common.central_differences(lambda: loss(eager, flat.view(m.shape), q, d, steps), flat)
-        where = size_string(nx, ny, nz, steps, "f64")
         checked = [("eager", eager)] + ([("torch.compile", compiled(torch, eager))] if nz > 1 else [])
-        for name, step in checked:
-            err = common.relative_error(gradient(torch, step, m, q, d, steps).flatten().tolist(), fd)
-            print(f"gradient check ({where}, {name} vs central differences): relative error {err:.2e}")
-            if not err < 1e-7:
-                common.fail(f"wave_torch: the {name} gradient at {where} is wrong (relative error {err:.3e})")
+        common.check_torch_gradient(torch, lambda step, x: loss(step, x, q, d, steps), m,
+                                    size_string(nx, ny, nz, steps, "f64"), checked)
 
 
 def main() -> None:
     args = common.parse_args("acoustic wave 2-D and 3-D (PyTorch peer of tapeflow_bench --suite wave)")
     import torch
-    import torch.utils.checkpoint as checkpoint
 
-    if torch.cuda.is_available():
-        device = "cuda"
-    elif args.quick:
-        device = "cpu"
-        print("wave_torch: no CUDA device; a CPU smoke run (wall-clock times)")
-    else:
-        common.fail("wave_torch: no CUDA device")
+    device = common.torch_device(torch, cpu_smoke=args.quick)
     check_gradient(torch, device)
 
     rows = []
     for nx, ny, nz, steps in timed_sizes(args.quick):
-        size = size_string(nx, ny, nz, steps)
         m, q, d = inputs(torch, nx, ny, nz, steps, torch.float32, device, seed=20261140)
         eager = make_step(torch, nx, ny, nz)
-        recomputed = lambda *a: checkpoint.checkpoint(eager, *a, use_reentrant=False)  # noqa: E731
-        # (name, step, what the backward's saved tensors go through)
-        variants = (
-            ("pytorch-eager", eager, contextlib.nullcontext),
-            ("torch.compile", compiled(torch, eager), contextlib.nullcontext),
-            ("torch-checkpoint", recomputed, contextlib.nullcontext),
-            ("torch-save-on-cpu", eager, lambda: torch.autograd.graph.save_on_cpu(pin_memory=True)),
-        )
-        for variant, step, saved in variants:
-            def primal():
-                with torch.no_grad():
-                    return loss(step, m, q, d, steps)
 
-            def grad():
-                with saved():
-                    return gradient(torch, step, m, q, d, steps)
+        def grad(step):
+            return common.torch_gradient(torch, lambda x: loss(step, x, q, d, steps), m)
 
-            try:
-                primal_ms = common.median_ms_torch(primal, args.warmup, args.repeats)
-                common.torch_peak_bytes(reset=True)
-                grad_ms = common.median_ms_torch(grad, args.warmup, args.repeats)
-            except torch.cuda.OutOfMemoryError as e:  # reported in the row, not hidden
-                torch.cuda.empty_cache()
-                rows.append({"workload": "wave", "variant": variant, "size": size, "peer": "pytorch",
-                             "error": "out of memory: " + str(e).splitlines()[0]})
-                print(f"wave {size} {variant}: out of memory")
-                continue
-            rows.append(common.row("wave", variant, size, primal_ms, grad_ms, "pytorch",
-                                   peak_device_bytes=common.torch_peak_bytes(),
-                                   platform="gpu" if device == "cuda" else "cpu"))
+        rows += common.torch_rows(torch, "wave", size_string(nx, ny, nz, steps),
+                                  common.torch_step_variants(torch, eager, compiled(torch, eager)),
+                                  lambda step: loss(step, m, q, d, steps), grad, args,
+                                  platform="gpu" if device == "cuda" else "cpu")
     common.write_rows(args.out, rows)
 
 

@@ -4,7 +4,8 @@
 # tile pipelines (include/tapeflow/device/tile_pipeline.cuh) — a barrier removed, a wait removed, a
 # tile staged into the wrong slot, the last tile dropped — and to the stencil segments' tile program
 # (include/tapeflow/stencil/tile_program.hpp) — a barrier between levels removed, a halo one cell
-# short — rebuilds the emulated GPU tests and runs them, and prints which tests each mutation fails.
+# short, a step index off by one, the wrong cell's coefficients, a dL/dc or an observation
+# dropped — rebuilds the emulated GPU tests and runs them, and prints which tests each mutation fails.
 # The sources are restored afterwards.
 #
 #   tests/emulated_mutations.sh [BUILD_DIR]      (a configured build with TAPEFLOW_EMULATED=ON)
@@ -35,11 +36,15 @@ mutations=(
   "pipeline|bulk: no barrier before the refill|      __syncthreads();  // every thread is done with the slot before the engine refills it|"
   "pipeline|every pipeline: the last tile dropped|    return block < tiles ? (tiles - block + grid - 1) / grid : 0;|    return block < tiles ? (tiles - block) / grid : 0;"
   "pipeline|every pipeline: tiles walked first-first|    return tiles - 1 - (block + k * grid);|    return block + k * grid;"
-  "program|stencil: no barrier between recomputed levels|      step_level(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i));
-      team.sync();|      step_level(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i));"
+  "program|stencil: no barrier between recomputed levels|      step_level(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i), first + static_cast<std::size_t>(i - 1));
+      team.sync();|      step_level(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i), first + static_cast<std::size_t>(i - 1));"
   "program|stencil: no barrier between adjoint levels|      team.sync();
       lb = b;|      lb = b;"
   "program|stencil: the checkpoint's halo one cell short|    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i)); };|    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i) - (i == 0 ? 1 : 0)); };"
+  "program|stencil: a forward step's index one off|first + static_cast<std::size_t>(i - 1), observed);|first + static_cast<std::size_t>(i), observed);"
+  "program|stencil: scatter reads the tap's cell's coefficients|          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c);|          own_coefficients(b.x0 + x, b.y0 + y, b.z0 + z, c);"
+  "program|stencil: a segment's first dL/dc dropped|      if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }|"
+  "program|stencil: a segment's first state not observed|        observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);|        static_cast<void>(u);"
 )
 
 status=0
@@ -71,6 +76,7 @@ PY
   [ "$failed" -gt 0 ] || status=1
   rm -f "$log" "$log.names"
 done
-cp "$backup" "$file"
+cp "$backups/pipeline" "$pipeline"
+cp "$backups/program" "$program"
 cmake --build "$build" --target tapeflow_emulated_gpu_tests >/dev/null
 exit $status

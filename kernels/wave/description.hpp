@@ -64,14 +64,12 @@ struct description : segmented_description {
   template <class T>
   static tape_report plan(problem const& p, options const& o) { return chain_report(wave::plan<T>(p, o)); }
 
-  /// The least traffic of a taped gradient, per step and state field S (one value per cell): the
-  /// forward reads u_{t-1}, u_t and m and writes u_t, u_{t+1} and the tape's s and u (7 S); the
-  /// reverse reads the tape, both adjoints and m, writes both adjoints and updates dL/dm (9 S).
-  /// In segments, what their plan counts (states of two values per cell, halos and m included).
+  /// The least traffic of a gradient: the one-step chain's (one_step_states_per_step), or in
+  /// segments what their plan counts (states of two values per cell, halos and m included).
   static double bench_bytes(problem const& p, tape_report const& r, std::size_t value_bytes)
   {
     double const field = static_cast<double>(p.cells() * value_bytes);
-    return states_moved_per_step(r).value_or(16.0 / 2.0) * 2.0 * field * static_cast<double>(p.steps);
+    return states_moved_per_step(r).value_or(one_step_states_per_step) * 2.0 * field * static_cast<double>(p.steps);
   }
   static std::vector<bench_suite<description>> bench_suites()
   {

@@ -26,10 +26,6 @@
 
 namespace tapeflow::workloads::wave {
 
-/// States (u_{t-1} and u_t: two values per cell) the one-step chain moves per step: 16 values per
-/// cell (description::bench_bytes).
-inline constexpr double one_step_states_per_step = 8.0;
-
 /// Calls f(stencil<T, 2>{}) on a 2-D problem (nz = 1), f(stencil<T, 3>{}) on a 3-D one.
 template <class T, class F>
 decltype(auto) with_stencil(problem const& p, F&& f)

@@ -39,6 +39,12 @@ struct problem {
 /// segments.hpp).
 struct options : stencil_options {};
 
+/// States (u_{t-1} and u_t: two values per cell) the one-step chain's gradient moves per step: the
+/// forward reads u_{t-1}, u_t and m and writes u_t, u_{t+1} and the tape's s and u (7 values per
+/// cell); the reverse reads the tape, both adjoints and m, writes both adjoints and updates dL/dm
+/// (9). What --segment auto compares the segments' plan with.
+inline constexpr double one_step_states_per_step = 16.0 / 2.0;
+
 /// L and dL/dm, with what the chain did.
 template <class T>
 struct gradient_result {

@@ -154,79 +154,68 @@ struct site {
 // ---- the contract, checked once -------------------------------------------------------------------
 
 namespace detail {
-template <class S, class = void>
+/// Whether Op<Args...> is a valid type (std::experimental::is_detected).
+template <class Void, template <class...> class Op, class... Args>
+struct detected : std::false_type {};
+template <template <class...> class Op, class... Args>
+struct detected<std::void_t<Op<Args...>>, Op, Args...> : std::true_type {};
+template <template <class...> class Op, class... Args>
+inline constexpr bool detected_v = detected<void, Op, Args...>::value;
+
+// What each part of the contract is, as a type that exists only where S has it. A = the
+// arguments after the stencil.
+template <class S>
+using value_of = typename S::value_type;
+template <class S>
+using site_of = site<value_of<S>> const&;
+template <class S>
+using coefficients_member = decltype(S::coefficients);
+template <class S>
+using forward_taps_member = typename S::forward_taps;
+template <class S>
+using adjoint_taps_member = typename S::adjoint_taps;
+template <class S, class... A>
+using forward_call = decltype(std::declval<S const&>().forward(std::declval<value_of<S> const*>(),
+                                                               std::declval<value_of<S>*>(), std::declval<A>()...));
+template <class S, class... A>
+using adjoint_call =
+  decltype(std::declval<S const&>().adjoint(std::declval<value_of<S> const*>(), std::declval<value_of<S> const*>(),
+                                            std::declval<value_of<S>*>(), std::declval<A>()...));
+template <class S, class... A>
+using reverse_call =
+  decltype(std::declval<S const&>().reverse(std::declval<value_of<S> const*>(), std::declval<value_of<S> const*>(),
+                                            std::declval<value_of<S>*>(), std::declval<A>()...));
+template <class S>
+using parameter_adjoint_call = decltype(std::declval<S const&>().parameter_adjoint(
+  std::declval<value_of<S> const*>(), std::declval<value_of<S> const*>(), std::declval<value_of<S>*>(),
+  std::declval<site_of<S>>()));
+template <class S>
+using observe_call =
+  decltype(std::declval<S const&>().observe(std::declval<value_of<S> const*>(), std::declval<site_of<S>>()));
+
+template <class S, bool = detected_v<coefficients_member, S>>
 struct coefficient_count : std::integral_constant<int, 0> {};
 template <class S>
-struct coefficient_count<S, std::void_t<decltype(S::coefficients)>> : std::integral_constant<int, S::coefficients> {};
+struct coefficient_count<S, true> : std::integral_constant<int, S::coefficients> {};
 
-template <class S, class = void>
-struct takes_site : std::false_type {};
 template <class S>
-struct takes_site<S, std::void_t<decltype(std::declval<S const&>().forward(
-                       std::declval<typename S::value_type const*>(), std::declval<typename S::value_type*>(),
-                       std::declval<site<typename S::value_type> const&>()))>> : std::true_type {};
+inline constexpr bool takes_site = detected_v<forward_call, S, site_of<S>>;
 
-/// The function's trailing arguments: a site where the stencil takes one, none otherwise.
-template <class S, bool = takes_site<S>::value>
-struct trailing {
-  using type = std::tuple<>;
-};
-template <class S>
-struct trailing<S, true> {
-  using type = std::tuple<site<typename S::value_type> const&>;
-};
+/// Whether S's adjoint `Call` exists, with a site last where S's forward takes one.
+template <template <class...> class Call, class S>
+inline constexpr bool has_adjoint_form =
+  takes_site<S> ? detected_v<Call, S, site_of<S>> : detected_v<Call, S>;
 
-template <class S, class Args, class = void>
-struct has_adjoint_call : std::false_type {};
-template <class S, class... A>
-struct has_adjoint_call<S, std::tuple<A...>,
-                        std::void_t<decltype(std::declval<S const&>().adjoint(
-                          std::declval<typename S::value_type const*>(), std::declval<typename S::value_type const*>(),
-                          std::declval<typename S::value_type*>(), std::declval<A>()...))>> : std::true_type {};
-template <class S, class Args, class = void>
-struct has_reverse_call : std::false_type {};
-template <class S, class... A>
-struct has_reverse_call<S, std::tuple<A...>,
-                        std::void_t<decltype(std::declval<S const&>().reverse(
-                          std::declval<typename S::value_type const*>(), std::declval<typename S::value_type const*>(),
-                          std::declval<typename S::value_type*>(), std::declval<A>()...))>> : std::true_type {};
-
-template <class S, class = void>
-struct has_parameter_adjoint : std::false_type {};
 template <class S>
-struct has_parameter_adjoint<S, std::void_t<decltype(std::declval<S const&>().parameter_adjoint(
-                                  std::declval<typename S::value_type const*>(),
-                                  std::declval<typename S::value_type const*>(), std::declval<typename S::value_type*>(),
-                                  std::declval<site<typename S::value_type> const&>()))>> : std::true_type {};
-template <class S, class = void>
-struct has_observe : std::false_type {};
+inline constexpr bool has_gather = detected_v<adjoint_taps_member, S> && has_adjoint_form<adjoint_call, S>;
 template <class S>
-struct has_observe<S, std::void_t<decltype(std::declval<S const&>().observe(
-                        std::declval<typename S::value_type const*>(), std::declval<site<typename S::value_type> const&>()))>>
-  : std::true_type {};
-template <class S, class = void>
-struct has_adjoint_taps : std::false_type {};
+inline constexpr bool has_scatter = has_adjoint_form<reverse_call, S>;
 template <class S>
-struct has_adjoint_taps<S, std::void_t<typename S::adjoint_taps>> : std::true_type {};
+inline constexpr bool has_forward = detected_v<forward_taps_member, S> && (detected_v<forward_call, S> || takes_site<S>);
 template <class S>
-struct has_gather
-  : std::bool_constant<has_adjoint_taps<S>::value && has_adjoint_call<S, typename trailing<S>::type>::value> {};
+inline constexpr bool has_parameter_adjoint = detected_v<parameter_adjoint_call, S>;
 template <class S>
-struct has_scatter : has_reverse_call<S, typename trailing<S>::type> {};
-
-template <class S, class = void>
-struct has_plain_forward : std::false_type {};
-template <class S>
-struct has_plain_forward<S, std::void_t<decltype(std::declval<S const&>().forward(
-                              std::declval<typename S::value_type const*>(), std::declval<typename S::value_type*>()))>>
-  : std::true_type {};
-template <class S, class = void>
-struct has_forward_taps : std::false_type {};
-template <class S>
-struct has_forward_taps<S, std::void_t<typename S::forward_taps>> : std::true_type {};
-template <class S>
-struct has_forward
-  : std::bool_constant<has_forward_taps<S>::value && (has_plain_forward<S>::value || takes_site<S>::value)> {};
+inline constexpr bool has_observe = detected_v<observe_call, S>;
 
 template <int Dims, class List>
 struct taps_fit;
@@ -241,7 +230,7 @@ struct taps_fit<Dims, taps<Ts...>> {
 /// True when S's adjoint is given in gather form (adjoint_taps and adjoint()), which is used where
 /// both forms are given; false when only the scatter form (reverse()) is.
 template <class S>
-inline constexpr bool is_gather_v = detail::has_gather<S>::value;
+inline constexpr bool is_gather_v = detail::has_gather<S>;
 
 /// Per-cell coefficients of S: S::coefficients where declared, else 0.
 template <class S>
@@ -249,11 +238,11 @@ inline constexpr int coefficients_v = detail::coefficient_count<S>::value;
 
 /// True when S's functions take a site (stencil::site) as their last argument.
 template <class S>
-inline constexpr bool takes_site_v = detail::takes_site<S>::value;
+inline constexpr bool takes_site_v = detail::takes_site<S>;
 
 /// True when S observes every state of a forward (observe()).
 template <class S>
-inline constexpr bool observes_v = detail::has_observe<S>::value;
+inline constexpr bool observes_v = detail::has_observe<S>;
 
 /// Checks the contract at the top of this file, one message per mistake.
 template <class S>
@@ -261,10 +250,10 @@ struct check_stencil {
   static_assert(std::is_floating_point_v<typename S::value_type>, "tapeflow::stencil: value_type must be float or double");
   static_assert(S::dims >= 1 && S::dims <= 3, "tapeflow::stencil: dims must be 1, 2 or 3");
   static_assert(S::fields >= 1, "tapeflow::stencil: fields (values per cell) must be at least 1");
-  static_assert(detail::has_forward<S>::value,
+  static_assert(detail::has_forward<S>,
                 "tapeflow::stencil: the stencil needs `using forward_taps = stencil::taps<...>;` and "
                 "`void forward(value_type const* u, value_type* out) const`");
-  static_assert(detail::has_gather<S>::value || detail::has_scatter<S>::value,
+  static_assert(detail::has_gather<S> || detail::has_scatter<S>,
                 "tapeflow::stencil: the stencil needs an adjoint: `using adjoint_taps = ...;` with `void adjoint("
                 "value_type const* u, value_type const* g, value_type* lambda) const` (gather form), or `void "
                 "reverse(value_type const* u, value_type const* g, value_type* contributions) const` (scatter form), "
@@ -273,10 +262,10 @@ struct check_stencil {
   static_assert(coefficients_v<S> == 0 || takes_site_v<S>,
                 "tapeflow::stencil: a stencil with coefficients reads them from its site: forward(u, out, "
                 "stencil::site<value_type> const& at)");
-  static_assert(coefficients_v<S> == 0 || detail::has_parameter_adjoint<S>::value,
+  static_assert(coefficients_v<S> == 0 || detail::has_parameter_adjoint<S>,
                 "tapeflow::stencil: a stencil with coefficients needs `void parameter_adjoint(value_type const* u, "
                 "value_type const* g, value_type* dc, stencil::site<value_type> const& at) const`");
-  static_assert(!detail::has_observe<S>::value || takes_site_v<S>,
+  static_assert(!detail::has_observe<S> || takes_site_v<S>,
                 "tapeflow::stencil: observe(u, at) is for a stencil whose functions take a site");
   static_assert(std::is_trivially_copyable_v<S>, "tapeflow::stencil: a stencil is copied to the device: it must be "
                                                  "trivially copyable (its coefficients as plain members)");

@@ -313,7 +313,8 @@ struct tile_program {
   }
 
   /// u_{i+1} on `next` from u_i on `prev` (rf cells wider), applying step `step`: cells outside a
-  /// fixed grid hold the ghost. With `observed`, the cells of that tile are observed (observe_cell).
+  /// fixed grid hold the ghost. With `observed`, the cells of that tile are observed (observe_cell;
+  /// nothing is checked for a stencil without observe()).
   template <class Team>
   TAPEFLOW_HOST_DEVICE void step_level(Team const& team, T const* prev, box const& pb, T* next, box const& nb,
                                        std::size_t step, box const* observed = nullptr) const
@@ -331,8 +332,10 @@ struct tile_program {
       gather_taps(prev, pb, x, y, z, sh, u);
       forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z);
       for (int f = 0; f < fields; ++f) { next[f * plane + c] = out[f]; }
-      if (observed != nullptr && owns(*observed, nb, x, y, z)) {
-        observe_cell(out, step + 1, nb.x0 + x, nb.y0 + y, nb.z0 + z);
+      if constexpr (observes_v<S>) {
+        if (observed != nullptr && owns(*observed, nb, x, y, z)) {
+          observe_cell(out, step + 1, nb.x0 + x, nb.y0 + y, nb.z0 + z);
+        }
       }
     });
   }
@@ -391,10 +394,9 @@ struct tile_program {
         observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);
       });
     }
-    box const* const observed = observes_v<S> ? &t : nullptr;
     for (int i = 1; i < k; ++i) {
       box const nb = grown(t, dims, s.forward_halo(i));
-      step_level(team, level[(i - 1) % 2], b, level[i % 2], nb, first + static_cast<std::size_t>(i - 1), observed);
+      step_level(team, level[(i - 1) % 2], b, level[i % 2], nb, first + static_cast<std::size_t>(i - 1), &t);
       team.sync();
       b = nb;
     }

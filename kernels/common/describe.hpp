@@ -230,18 +230,14 @@ void read_segment_options(cli::parsed_args const& args, stencil_options& o);
 [[nodiscard]] std::string segment_variant(stencil_options const& o);
 
 /// What the description of a workload whose step is a stencil derives from (`struct description :
-/// segmented_description`): it takes --segment K|auto and --shared-opt-in, and its benchmark rows
-/// name their segment length. A workload with options of its own beside `segment` declares these
-/// three itself (Allen–Cahn).
-struct segmented_description {
+/// stencil_description`): it runs cut over MPI ranks (docs/distributed.md), takes --segment K|auto
+/// and --shared-opt-in, and its benchmark rows name their segment length. A workload with options
+/// of its own beside `segment` declares these itself (Allen–Cahn).
+struct stencil_description {
+  static constexpr bool decomposes = true;
   static std::vector<cli::flag_spec> option_flags() { return segment_flags(); }
   static void read_options(cli::parsed_args const& args, stencil_options& o) { read_segment_options(args, o); }
   static std::string variant_of(stencil_options const& o) { return segment_variant(o); }
-};
-
-/// The same for a stencil workload that also runs cut over MPI ranks (docs/distributed.md).
-struct stencil_description : segmented_description {
-  static constexpr bool decomposes = true;
 };
 
 /// The least bytes a stencil workload's gradient of `steps` steps over a state of `state_bytes`

@@ -70,7 +70,8 @@ template <class S, class Step, class HalfSquares, class T = typename S::value_ty
   if (!o.ranks) { return chain; }
   tapeflow::stencil::slab_cut<T> const cut = tapeflow::stencil::cut_for<S>(whole, plan, *o.ranks);
   std::size_t const plane = whole.cells() / cut.where.global;
-  return std::make_unique<slab_session<T>>(std::move(chain), o.ranks, cut, plane, S::fields);
+  return std::make_unique<slab_session<T>>(std::move(chain), o.ranks, cut.where, plane,
+                                           slab_layout::of_state(S::fields));
 }
 
 }  // namespace tapeflow::workloads

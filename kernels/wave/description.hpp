@@ -16,7 +16,7 @@
 
 namespace tapeflow::workloads::wave {
 
-struct description : segmented_description {
+struct description : stencil_description {
   static constexpr workload_text text{
     "wave", "the acoustic wave equation in 2-D or 3-D: dL/dm of the receivers' misfit (full-waveform inversion)",
     "Computes the misfit L = 0.5 sum_t sum_r (u_t(x_r) - d_{t,r})^2 of the acoustic wave equation\n"

@@ -60,6 +60,13 @@ void check_inputs(problem const& p, std::vector<host_array<T>> const& inputs)
   check_model(p, inputs[0]);
 }
 
+/// The cells of the grid a session holds (its m, dL/dm and u_T): all of them, or over ranks its
+/// slab's `count` cells from the whole grid's cell `first`.
+struct held_cells {
+  std::size_t first{0};
+  std::size_t count{0};
+};
+
 /// What the wave's sessions share, whatever one step of their chain is (a time step here, a
 /// segment of them in segments.hpp): m and the observed data on the backend, the state and its
 /// adjoint, the chain over `Step`, and the calls that do not depend on the step. The derived
@@ -67,10 +74,11 @@ void check_inputs(problem const& p, std::vector<host_array<T>> const& inputs)
 template <class T, class Step>
 class chain_session : public session<T> {
  public:
+  /// Checks the whole model and data, and keeps the model's held cells.
   void load(std::vector<host_array<T>> const& inputs, stream_view s) override
   {
     check_inputs(p_, inputs);
-    m_.upload(inputs[0].data, m_.size(), s);
+    m_.upload(inputs[0].data + held_.first, m_.size(), s);
     d_.upload(inputs[1].data, d_.size(), s);
   }
 
@@ -80,25 +88,26 @@ class chain_session : public session<T> {
     chain_->reverse(adjoint_, s);  // zeroes the parameter adjoint, then every step adds its dL/dm
   }
 
+  /// dL/dm of the held cells.
   std::vector<std::vector<T>> gradients(stream_view s) override
   {
-    std::vector<T> dm(p_.cells());
+    std::vector<T> dm(held_.count);
     chain_->parameter_adjoint().download(dm.data(), dm.size() * sizeof(T), s);
     return {std::move(dm)};
   }
 
-  /// u_T (the state's second plane).
+  /// u_T of the held cells (the state's second field).
   std::vector<std::vector<T>> outputs(stream_view s) override
   {
-    std::vector<T> u(p_.cells());
+    std::vector<T> u(held_.count);
     state_.download(u.data(), u.size() * sizeof(T), s, u.size() * sizeof(T));
     return {std::move(u)};
   }
 
  protected:
-  /// The buffers of a state of `state_values` values.
-  chain_session(problem const& p, options const& o, std::size_t state_values)
-    : session<T>(o.kind), p_(p), o_(o), m_(o.kind, p.cells() * sizeof(T), o.stream),
+  /// The buffers of a state of `state_values` values over the `held` cells.
+  chain_session(problem const& p, options const& o, held_cells held, std::size_t state_values)
+    : session<T>(o.kind), p_(p), o_(o), held_(held), m_(o.kind, held.count * sizeof(T), o.stream),
       d_(o.kind, p.steps * p.receivers() * sizeof(T), o.stream), state_(o.kind, state_values * sizeof(T), o.stream),
       spare_(o.kind, state_values * sizeof(T), o.stream), adjoint_(o.kind, state_values * sizeof(T), o.stream)
   {
@@ -126,6 +135,7 @@ class chain_session : public session<T> {
 
   problem p_;
   options o_;
+  held_cells held_;
   device_buffer m_, d_;
   device_buffer state_, spare_, adjoint_;
   std::optional<chain<Step>> chain_;
@@ -140,7 +150,7 @@ class wave_session final : public chain_session<T, Step> {
   /// `step`: the backend's Step but for g, m and d; `staging`: the ring counters a CPU step adds its
   /// tiles to (null on a GPU).
   wave_session(problem const& p, options const& o, Step step, std::shared_ptr<cpu::ring_stats const> staging)
-    : chain_session<T, Step>(p, o, state_values(p)), staging_(std::move(staging)), step_(std::move(step)),
+    : chain_session<T, Step>(p, o, {0, p.cells()}, state_values(p)), staging_(std::move(staging)), step_(std::move(step)),
       seed_(o.kind, state_values(p) * sizeof(T), o.stream)
   {
     step_.g = geometry_of<T>(p);

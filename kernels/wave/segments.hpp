@@ -4,6 +4,9 @@
 // (u_{t-1}, u_t), its layer one checkpoint of it per segment, its parameter adjoint dL/dm; the
 // misfit is not part of the state but summed from the traces the forward records at the
 // receivers, by the backend in the order its one-step chain sums it (host_misfit, cuda.cu's).
+// Over MPI ranks (options::ranks) each rank runs its slab of the grid (its planes of m, dL/dm and
+// the state); the receivers' row lies along x, which the cut never splits, so one rank records
+// every trace and its misfit is the loss, bit for bit the one process's.
 #pragma once
 
 #include "driver.hpp"
@@ -13,7 +16,10 @@
 #include <tapeflow/chain.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/nvtx.hpp>
+#include <tapeflow/distributed/communicator.hpp>
 #include <tapeflow/stencil/segment.hpp>
+#include <tapeflow/stencil/slab.hpp>
+#include <tapeflow/workloads/common/slab_session.hpp>
 #include <tapeflow/workloads/common/state_chain.hpp>
 #include <tapeflow/workloads/common/stencil_workload.hpp>
 
@@ -36,15 +42,16 @@ decltype(auto) with_stencil(problem const& p, F&& f)
 
 /// The segments the problem runs in, planned once: in segments of K > 1, or, with --segment auto,
 /// when the planner's segments move fewer bytes than the one-step chain; none when the one-step
-/// chain runs. Throws logic_error for a k the device cannot hold.
+/// chain runs. Over ranks always (segments of K, 1 included, on each rank's slab; collective).
+/// Throws logic_error for a k the device, or the thinnest slab, cannot hold.
 template <class T>
 [[nodiscard]] std::optional<tapeflow::stencil::segment_plan> segments_of(problem const& p, options const& o)
 {
-  if (o.segment == 1) { return std::nullopt; }
+  if (!segmented(o)) { return std::nullopt; }
   tapeflow::stencil::segment_plan const plan = with_stencil<T>(p, [&](auto s) {
     return stencil_segments<decltype(s)>(grid_of<T>(p), p.steps, o);
   });
-  if (o.segment == 0 && plan.states_per_step >= one_step_states_per_step) { return std::nullopt; }
+  if (!o.ranks && o.segment == 0 && plan.states_per_step >= one_step_states_per_step) { return std::nullopt; }
   return plan;
 }
 
@@ -66,20 +73,43 @@ struct host_misfit {
   }
 };
 
+/// Where a segment session lies: the whole grid, or over ranks this rank's slab.
+template <class T>
+struct segment_place {
+  held_cells held;
+  std::size_t state_values{0};  ///< the chain's state: the slab's padded over ranks
+  bool records{true};           ///< whether the receivers' row is among the held cells
+
+  /// The place of `plan`'s segments of S on the problem, under o.ranks when there are ranks.
+  template <class S>
+  [[nodiscard]] static segment_place of(problem const& p, options const& o, tapeflow::stencil::segment_plan const& plan)
+  {
+    if (!o.ranks) { return {{0, p.cells()}, 2 * p.cells(), true}; }
+    tapeflow::stencil::slab_cut<T> const cut = tapeflow::stencil::cut_for<S>(grid_of<T>(p), plan, *o.ranks);
+    std::size_t const plane = p.cells() / cut.where.global;
+    geometry<T> const g = geometry_of<T>(p);
+    std::size_t const row = S::dims == 2 ? g.receiver_y : g.receiver_z;  // along the cut axis
+    return {{cut.where.offset * plane, cut.where.extent * plane},
+            cut.padded,
+            row >= cut.where.offset && row < cut.where.offset + cut.where.extent};
+  }
+};
+
 /// A wave problem on a backend, in `plan`'s segments of stencil S: the chain's state is (u_{t-1},
-/// u_t). Step is the backend's segment Step (make_cpu_segments, make_device_segments), made by
-/// `make(stencil, grid, plan, m)` once the session's buffers exist; Misfit sums the loss from the
-/// traces in the backend's memory (host_misfit's call).
+/// u_t) of the grid or, over ranks, of this rank's slab. Step is the backend's segment Step
+/// (make_cpu_segments, make_device_segments), made by `make(stencil, grid, plan, ranks, m)` once
+/// the session's buffers exist; Misfit sums the loss from the traces in the backend's memory
+/// (host_misfit's call).
 template <class T, class S, class Step, class Misfit>
 class segment_session final : public chain_session<T, Step> {
  public:
   template <class Make>
-  segment_session(problem const& p, options const& o, tapeflow::stencil::segment_plan const& plan, Make&& make,
-                  Misfit misfit)
-    : chain_session<T, Step>(p, o, 2 * p.cells()), plan_(plan), misfit_(std::move(misfit)),
-      traces_(o.kind, p.steps * p.receivers() * sizeof(T), o.stream),
+  segment_session(problem const& p, options const& o, tapeflow::stencil::segment_plan const& plan,
+                  segment_place<T> const& place, Make&& make, Misfit misfit)
+    : chain_session<T, Step>(p, o, place.held, place.state_values), plan_(plan), records_(place.records),
+      misfit_(std::move(misfit)), traces_(o.kind, p.steps * p.receivers() * sizeof(T), o.stream),
       step_(make(S{geometry_of<T>(p), this->d_.template data_as<T>(), traces_.template data_as<T>()}, grid_of<T>(p),
-                 plan, tapeflow::stencil::coefficient_view<T>{this->m_.template data_as<T>()}))
+                 plan, o.ranks, tapeflow::stencil::coefficient_view<T>{this->m_.template data_as<T>()}))
   {
   }
 
@@ -91,9 +121,11 @@ class segment_session final : public chain_session<T, Step> {
     this->adjoint_.fill(0, s);  // L does not read u_T: the seed is zero, the misfit enters step by step
   }
 
-  /// 0.5 sum_t sum_r (u_t(x_r) - d_{t,r})^2 of the traces the last forward recorded.
+  /// 0.5 sum_t sum_r (u_t(x_r) - d_{t,r})^2 of the traces the last forward recorded; over ranks,
+  /// 0 on a rank that holds no receiver (the slab session sums the ranks' losses).
   T loss(stream_view s) override
   {
+    if (!records_) { return T(0); }
     return misfit_(traces_.template data_as<T>(), this->d_.template data_as<T>(), this->p_.steps,
                    this->p_.receivers(), s);
   }
@@ -107,13 +139,16 @@ class segment_session final : public chain_session<T, Step> {
 
  private:
   tapeflow::stencil::segment_plan plan_;
+  bool records_;
   Misfit misfit_;
   device_buffer traces_;
   Step step_;
 };
 
 /// The session of `plan`'s segments of the problem's stencil, its Step made by `make(stencil, grid,
-/// plan, m)` for the backend, its loss summed by `misfit`.
+/// plan, ranks, m)` for the backend, its loss summed by `misfit`. Over ranks, the session of this
+/// rank's slab made to look like the whole problem's (slab_session: m and d go whole to every
+/// rank, dL/dm and u_T are gathered).
 template <class T, class Make, class Misfit>
 [[nodiscard]] std::unique_ptr<session<T>> open_segments(problem const& p, options const& o,
                                                         tapeflow::stencil::segment_plan const& plan, Make make,
@@ -122,8 +157,14 @@ template <class T, class Make, class Misfit>
   return with_stencil<T>(p, [&](auto s) -> std::unique_ptr<session<T>> {
     using S = decltype(s);
     using Step = std::invoke_result_t<Make&, S, tapeflow::stencil::grid<T> const&, tapeflow::stencil::segment_plan const&,
+                                      std::shared_ptr<distributed::communicator> const&,
                                       tapeflow::stencil::coefficient_view<T>>;
-    return std::make_unique<segment_session<T, S, Step, Misfit>>(p, o, plan, make, std::move(misfit));
+    auto const place = segment_place<T>::template of<S>(p, o, plan);
+    auto inner = std::make_unique<segment_session<T, S, Step, Misfit>>(p, o, plan, place, make, std::move(misfit));
+    if (!o.ranks) { return inner; }
+    tapeflow::stencil::slab const where = tapeflow::stencil::cut_for<S>(grid_of<T>(p), plan, *o.ranks).where;
+    return std::make_unique<slab_session<T>>(std::move(inner), o.ranks, where, p.cells() / where.global,
+                                             slab_layout{{0, 0}, {1}, {1}});
   });
 }
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# `mpirun -np 3 tapeflow run allen-cahn ...` (and 2 ranks of burgers and of lbm) gives the
-# one-process gradient's bits, in segments and in one-step slabs; a workload that does not
-# decompose, and bench, are refused under mpirun (exit 2).
+# `mpirun -np 3 tapeflow run allen-cahn ...` (and 2 ranks of burgers, of lbm and of the 2-D wave,
+# 3 of the 3-D wave) gives the one-process gradient's bits, in segments and in one-step slabs; a
+# workload that does not decompose, and bench, are refused under mpirun (exit 2).
 # Run by CTest (cli_ranks, label mpi) with -DCLI=<tapeflow> -DMPIEXEC=<mpiexec> -DFLAGS=<flags;...>
 # -DWORK=<scratch folder>.
 file(REMOVE_RECURSE "${WORK}")
@@ -32,13 +32,18 @@ endfunction()
 run_or_fail("${CLI}" init allen-cahn --n 48 --out u0.bin --seed 5)
 run_or_fail("${CLI}" init burgers --n 301 --out b0.bin --seed 6)
 run_or_fail("${CLI}" init lbm --nx 9 --ny 14 --out f0.bin --seed 7)
+run_or_fail("${CLI}" init wave --nx 14 --ny 17 --steps 10 --out w2.bin --seed 8)
+run_or_fail("${CLI}" init wave --nx 6 --ny 5 --nz 13 --steps 6 --out w3.bin --seed 9)
 foreach(segment 1 3)
   same_bits_over(3 allen-cahn --n 48 --steps 9 --segment ${segment} --input u0.bin)
   # One process at --segment 1 runs Burgers' own CPU chain; the ranks, the stencil library's slabs.
   same_bits_over(2 burgers --n 301 --steps 11 --segment ${segment} --input b0.bin)
   # The same for LBM, whose own chain tapes the velocities.
   same_bits_over(2 lbm --nx 9 --ny 14 --steps 7 --segment ${segment} --input f0.bin)
+  # And for the wave, whose m is cut with the grid and whose traces lie on one rank.
+  same_bits_over(2 wave --nx 14 --ny 17 --steps 10 --segment ${segment} --input w2.bin)
 endforeach()
+same_bits_over(3 wave --nx 6 --ny 5 --nz 13 --steps 6 --segment 2 --input w3.bin)
 
 execute_process(COMMAND "${MPIEXEC}" -n 2 ${FLAGS} "${CLI}" run rk4 --particles 8 --input none.bin --grad-out x.bin
                 WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)

@@ -12,6 +12,9 @@
 //     under store, recompute, offload and auto with a budget;
 //   - one schedule: ranks given different budgets plan with the least and agree; ranks that
 //     would run different schedules raise distributed_error on every rank before the first step;
+//   - stencils with coefficients: the coefficients' ghost planes give every rank's part of u_T,
+//     dL/du_0 and dL/dc the bits of one process's, in both adjoint forms;
+//   - a workload: the wave equation over the ranks gives one process's loss and dL/dm;
 //   - failure: a rank whose step throws makes every other rank raise distributed_error naming it.
 #pragma once
 
@@ -25,6 +28,8 @@
 #include <tapeflow/memory.hpp>
 #include <tapeflow/record.hpp>
 #include <tapeflow/stencil/slab.hpp>
+#include <tapeflow/workloads/wave.hpp>
+#include <tapeflow/workloads/wave/description.hpp>
 
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -237,6 +242,88 @@ TEST(Slabs, TwoFieldsIn3d)
   check_slabs(s, st::grid<float>{6, 5, 13}, 4, {2}, 0.0, 1.0);
 }
 
+/// u_T and dL/du_0 (state), and dL/dc.
+struct rates_run {
+  gradient_of<double> state;
+  std::vector<double> dc;
+};
+
+/// Those of a stencil with coefficients (the rates c), L = ½ Σ u_T², run in `k`-step segments:
+/// over the whole grid in one process (null `comm`), or on this rank's slab.
+template <class S>
+rates_run run_rates(S const& s, st::grid<double> const& g, std::size_t steps, int k, tape_policy policy,
+                       std::vector<double> const& u0, std::vector<double> const& c,
+                       std::shared_ptr<dist::communicator> const& comm)
+{
+  st::segment_request request;
+  request.k = k;
+  request.tile = test_tile(S::dims);
+  request.block_threads = 64;
+  device_limits const limits = query_device_limits(target);
+  st::segment_plan const plan =
+    comm ? st::plan_slab_segments<S>(g, steps, limits, request, *comm) : st::plan_segments<S>(g, steps, limits, request);
+  std::vector<double> mine_u0 = u0;
+  std::vector<double> mine_c = c;
+  if (comm) {
+    st::slab const mine = st::slab::of(g.extent(S::dims - 1), comm->size(), comm->rank());
+    std::size_t const held = g.cells() / mine.global * mine.extent;
+    mine_c = slab_values(c, g.cells(), S::coefficients, mine, held * std::size_t(S::coefficients));
+    mine_u0 = slab_values(u0, g.cells(), S::fields, mine, st::cut_for<S>(g, plan, *comm).padded);
+  }
+  device_buffer rates(target, mine_c.size() * sizeof(double), {});
+  rates.upload(mine_c.data(), rates.size(), {});
+  auto step = make_slab_segments(s, g, plan, comm, st::coefficient_view<double>{rates.data_as<double>()});
+  EXPECT_EQ(step.parameter_size(), mine_c.size());
+  chain_options o;
+  o.kind = target;
+  o.policy = policy;
+  o.poison = true;
+  o.collective = comm;
+  chain<decltype(step)> c_of(step, step.segments(), o);
+  rates_run r{run_half_squares(c_of, target, mine_u0), std::vector<double>(mine_c.size())};
+  c_of.parameter_adjoint().download(r.dc.data(), r.dc.size() * sizeof(double), {});
+  return r;
+}
+
+/// On this run's ranks, every rank's part of u_T, dL/du_0 and dL/dc is the bits of one process's
+/// over the whole grid, under store and recompute, for one-step and 3-step segments.
+template <class S>
+void check_slab_rates(S const& s, st::grid<double> const& g, std::size_t steps)
+{
+  auto const comm = world();
+  std::vector<double> const u0 = random_state<double>(g.cells(), 31u, 0.1, 0.9);
+  std::vector<double> const c = random_state<double>(g.cells(), 32u, 0.2, 1.5);
+  st::slab const mine = st::slab::of(g.extent(S::dims - 1), comm->size(), comm->rank());
+  for (int k : {1, 3}) {
+    rates_run const whole = run_rates(s, g, steps, k, tape_policy::store, u0, c, nullptr);
+    for (tape_policy policy : {tape_policy::store, tape_policy::recompute}) {
+      SCOPED_TRACE("k = " + std::to_string(k) + ", policy " + std::string(to_string(policy)) + ", rank " +
+                   std::to_string(comm->rank()) + " of " + std::to_string(comm->size()));
+      rates_run const got = run_rates(s, g, steps, k, policy, u0, c, comm);
+      std::vector<double> const want_state = slab_values(whole.state.final_state, g.cells(), 1, mine, got.state.final_state.size());
+      std::vector<double> const want_gradient = slab_values(whole.state.gradient, g.cells(), 1, mine, got.state.gradient.size());
+      std::vector<double> const want_dc = slab_values(whole.dc, g.cells(), 1, mine, got.dc.size());
+      EXPECT_TRUE(same_bits(got.state.final_state, want_state));
+      EXPECT_TRUE(same_bits(got.state.gradient, want_gradient))
+        << "off by " << relative_difference(got.state.gradient, want_gradient);
+      EXPECT_TRUE(same_bits(got.dc, want_dc)) << "off by " << relative_difference(got.dc, want_dc);
+    }
+  }
+}
+
+TEST(Slabs, CoefficientsGiveTheBitsOfTheWholeGridInBothAdjointForms)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  // Rates per cell, whose ghost planes the ranks exchange once; the adjoint reads them at its taps
+  // (gather) or at the reading cell (scatter), so a rank reads its neighbours' rates. The source
+  // sits near a face of the first slab.
+  for (auto const& g : {st::grid<double>{37, 1, 1}, st::grid<double>{31, 1, 1, st::boundary::fixed, 0.3}}) {
+    SCOPED_TRACE(std::string(st::to_string(g.edge)));
+    check_slab_rates(logistic_1d_gather<double>{{0.2, 6}}, g, 8);
+    check_slab_rates(logistic_1d_scatter<double>{{0.2, 6}}, g, 8);
+  }
+}
+
 TEST(Slabs, ASegmentDeeperThanTheThinnestSlabIsRefusedOnEveryRank)
 {
   if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
@@ -249,6 +336,49 @@ TEST(Slabs, ASegmentDeeperThanTheThinnestSlabIsRefusedOnEveryRank)
   request.k = 0;  // the planner keeps to what fits (on a new communicator: the refusal broke the last)
   st::segment_plan const p = st::plan_slab_segments<ac>(g, 6, query_device_limits(target), request, *world());
   EXPECT_LE(st::deepest_halo(st::segment_shape{p.k, st::reach::of<ac>()}), 4);
+}
+
+// ---- a workload over ranks ----------------------------------------------------------------------------
+
+TEST(Workloads, TheWaveOverRanksGivesTheOneProcessLossAndGradient)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  namespace wv = workloads::wave;
+  // In 2-D the receivers' row lies on the first slab; in 3-D on a middle one. Each rank reads its
+  // neighbours' m through the coefficients' ghost planes, and only the rank with the receivers
+  // records traces; m and d are the same on every rank (the same seed).
+  wv::problem flat;
+  flat.nx = 14;
+  flat.ny = 17;
+  flat.steps = 10;
+  flat.peak_frequency = 0.3;
+  wv::problem cube = wv::description::test_problem();
+  cube.nz = 13;
+  cube.steps = 6;
+  for (wv::problem const& p : {flat, cube}) {
+    SCOPED_TRACE(wv::description::size_key(p, "f32"));
+    std::vector<std::vector<float>> const in = wv::description::random_inputs<float>(p, 41u);
+    wv::options one;
+    one.kind = target;
+    one.poison = true;
+    one.policy = tape_policy::store;
+    wv::gradient_result<float> const want = wv::gradient(p, in[0], in[1], one);  // one process, one step a layer
+    for (int k : {1, 2}) {
+      wv::options o = one;
+      o.segment = k;
+      o.ranks = world();
+      o.policy = k == 1 ? tape_policy::store : tape_policy::recompute;
+      SCOPED_TRACE("segment " + std::to_string(k) + " on rank " + std::to_string(o.ranks->rank()) + " of " +
+                   std::to_string(o.ranks->size()));
+      wv::gradient_result<float> const got = wv::gradient(p, in[0], in[1], o);
+      EXPECT_EQ(got.loss, want.loss);
+      if (on_gpu && !emulated) {
+        EXPECT_LT(relative_difference(got.gradient, want.gradient), 1e-6) << "kernels compiled apart may contract apart";
+      } else {
+        EXPECT_TRUE(same_bits(got.gradient, want.gradient)) << "off by " << relative_difference(got.gradient, want.gradient);
+      }
+    }
+  }
 }
 
 // ---- one schedule -----------------------------------------------------------------------------------

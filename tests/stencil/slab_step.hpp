@@ -18,15 +18,17 @@
 
 namespace tapeflow::testing {
 
-/// The Step of this rank's slab of `whole`, cut over the ranks of `comm`, in `plan`'s segments.
+/// The Step of this rank's slab of `whole`, cut over the ranks of `comm` (null: the whole grid in
+/// one process), in `plan`'s segments, reading the coefficients `c` (the slab's) where S has them.
 template <class S>
 auto make_slab_segments(S const& s, stencil::grid<typename S::value_type> const& whole,
-                        stencil::segment_plan const& plan, std::shared_ptr<distributed::communicator> comm)
+                        stencil::segment_plan const& plan, std::shared_ptr<distributed::communicator> comm,
+                        stencil::coefficient_view<typename S::value_type> c = {})
 {
 #if defined(TAPEFLOW_TEST_ON_GPU)
-  return stencil::make_device_segments(s, whole, plan, std::move(comm));
+  return stencil::make_device_segments(s, whole, plan, std::move(comm), c);
 #else
-  return stencil::make_cpu_segments(s, whole, plan, std::move(comm));
+  return stencil::make_cpu_segments(s, whole, plan, std::move(comm), c);
 #endif
 }
 

@@ -2,8 +2,8 @@
 // The wave workload in the stencil library's segments (kernels/wave/stencil.hpp, segments.hpp) on
 // the backend under test (tests/target.hpp): every segment length, under store and under auto in
 // a tight budget, gives the one-step chain's loss and dL/dm, in 2-D and 3-D, with a tape of one
-// state per segment; auto takes segments where they move fewer bytes; a stencil with coefficients
-// refuses to run without them or over ranks. What every workload must do (the gradient against
+// state per segment; auto takes segments where they move fewer bytes; the session of a slab on one
+// rank gives the same bits; a stencil with coefficients refuses to run without them. What every workload must do (the gradient against
 // finite differences, every policy, bad input) is tests/workloads/contract.cpp's.
 #include "common.hpp"
 
@@ -77,6 +77,36 @@ TEST_F(Wave, ThreeDimensionalSegmentsGiveTheOneStepBits)
                                       testing::on_gpu ? std::vector<int>{2, 3} : std::vector<int>{2, 4});
 }
 
+TEST_F(Wave, OneRanksSlabGivesTheOneStepBits)
+{
+  // The session of one rank's slab (the whole grid, its coefficients' ghost planes exchanged with
+  // itself, the loss and dL/dm through the slab session) without MPI; docs/distributed.md's tests
+  // run 1 to 4 ranks under mpiexec.
+  wv::problem p;
+  p.nx = 12;
+  p.ny = 10;
+  p.steps = 9;
+  p.peak_frequency = 0.3;
+  inputs const in = random_inputs(p);
+  wv::options one = on(testing::target);
+  one.policy = tape_policy::store;
+  auto const want = wv::gradient(p, in.m, in.d, one);
+  wv::options o = one;
+  o.ranks = std::make_shared<distributed::single_rank>();
+  for (int k : {1, 3}) {
+    SCOPED_TRACE("segment " + std::to_string(k));
+    o.segment = k;
+    auto const got = wv::gradient(p, in.m, in.d, o);
+    EXPECT_EQ(got.loss, want.loss);
+    if (testing::on_gpu && !testing::emulated) {
+      EXPECT_LT(testing::relative_error(got.gradient, want.gradient), 1e-6) << "kernels compiled apart may contract apart";
+    } else {
+      EXPECT_EQ(got.gradient, want.gradient);
+    }
+    EXPECT_EQ(got.chain.steps, (p.steps + std::size_t(k) - 1) / std::size_t(k));
+  }
+}
+
 TEST_F(Wave, AutoTakesSegmentsWhereTheyMoveFewerBytes)
 {
   wv::problem p;
@@ -98,7 +128,7 @@ TEST_F(Wave, AutoTakesSegmentsWhereTheyMoveFewerBytes)
 }
 
 #if !defined(TAPEFLOW_TEST_ON_GPU)
-TEST(WaveStencil, RefusesToRunWithoutItsCoefficientsOrOverRanks)
+TEST(WaveStencil, RefusesToRunWithoutItsCoefficients)
 {
   wv::problem p;
   p.nx = 8;
@@ -114,10 +144,6 @@ TEST(WaveStencil, RefusesToRunWithoutItsCoefficientsOrOverRanks)
   std::vector<float> traces(p.steps * p.receivers());
   S const s{wv::geometry_of<float>(p), traces.data(), traces.data()};
   EXPECT_THROW(static_cast<void>(st::make_cpu_segments(s, g, plan)), logic_error) << "no coefficients";
-  auto const one = std::make_shared<distributed::single_rank>();
-  EXPECT_THROW(static_cast<void>(st::make_cpu_segments(s, g, plan, one, st::coefficient_view<float>{m.data()})),
-               logic_error)
-    << "coefficients over ranks";
   auto const step = st::make_cpu_segments(s, g, plan, nullptr, st::coefficient_view<float>{m.data()});
   EXPECT_EQ(step.parameter_size(), p.cells());
 }

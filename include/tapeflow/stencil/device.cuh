@@ -207,7 +207,8 @@ using device_segments = segment_step<S, device_runner<S>>;
 /// The GPU Step of `plan`'s segments of `stencil` over `g`; with `comm`, of this rank's slab of `g`
 /// (the whole grid) cut over the ranks of `comm`, in the segments plan_slab_segments planned (its
 /// state is the slab's: slab::of says which planes). A null `comm` is one process. A stencil with
-/// coefficients reads them from `c` (device memory) and is a Step with parameters (dL/dc).
+/// coefficients reads them from `c` (device memory; over ranks, the slab's planes of them) and is a
+/// Step with parameters (dL/dc of the cells it holds).
 template <class S>
 [[nodiscard]] device_segments<S> make_device_segments(S stencil, grid<typename S::value_type> const& g,
                                                       segment_plan const& plan,

@@ -233,8 +233,10 @@ template <class S>
 }
 
 /// The per-cell coefficients of a stencil that declares them (S::coefficients values per cell,
-/// laid out as the state) in the runner's memory: host memory for the CPU backend, device memory
-/// for a GPU's. The runner reads them at every call; they stay the caller's.
+/// laid out as the state's fields) in the runner's memory: host memory for the CPU backend, device
+/// memory for a GPU's. Over ranks, a rank passes its slab's planes of them (slab.hpp), and the
+/// runner exchanges the planes beyond its faces at its first call. The runner reads them at every
+/// call; they stay the caller's and must not change.
 template <class T>
 struct coefficient_view {
   T const* values{nullptr};

@@ -3,9 +3,10 @@
 // rank owns the planes [offset, offset + extent) along the grid's last axis, and before a segment
 // of k steps it receives from its two neighbours the planes its tiles will read beyond its faces
 // (the ghost planes): k·r of the state for the forward, the reverse's halos of the checkpoint and
-// of λ for the reverse. One exchange per segment, not per step; no adjoint is ever sent back and
-// added, because the tile program recomputes λ on its halo (even for a scatter-form adjoint), so a
-// rank's gradient is the same bits as one rank's.
+// of λ for the reverse (and, once, the planes of a stencil's coefficients, which never change).
+// One exchange per segment, not per step; no adjoint is ever sent back and added, because the tile
+// program recomputes λ on its halo (even for a scatter-form adjoint), so a rank's gradient is the
+// same bits as one rank's.
 #pragma once
 
 #include <tapeflow/distributed/communicator.hpp>
@@ -18,6 +19,7 @@
 #include <climits>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -232,22 +234,24 @@ class runner_program {
 
   /// The program over `g`; with `comm`, over this rank's slab of `g` (the whole grid) cut over the
   /// ranks of `comm` (the plan is the slab's: plan_slab_segments), reading the coefficients `c`
-  /// where S has them. Throws logic_error for a stencil with coefficients without them, or over
-  /// ranks (not supported yet), and what Ghosts throws.
+  /// where S has them: the whole grid's, or over ranks the slab's planes of them (laid out as its
+  /// state, without the padding). Throws logic_error for a stencil with coefficients without them,
+  /// and what Ghosts throws.
   runner_program(S stencil, grid<T> const& g, segment_plan const& plan,
                  std::shared_ptr<distributed::communicator> comm = nullptr, coefficient_view<T> c = {})
     : program_{stencil, g, reach::of<S>(), plan.tile}
   {
     TAPEFLOW_EXPECTS(coefficients_v<S> == 0 || c.values != nullptr,
                      "a stencil with coefficients needs them: pass their values (coefficient_view) to its segments");
-    TAPEFLOW_EXPECTS(coefficients_v<S> == 0 || !comm,
-                     "a stencil with coefficients does not run over ranks yet: its coefficients' ghost planes are not "
-                     "exchanged");
     program_.coefficient_values = c.values;
     if (!comm) { return; }
     slab_cut<T> const cut = cut_for<S>(g, plan, *comm);
     program_.g = cut.local;
     padded_ = cut.padded;
+    if constexpr (coefficients_v<S> > 0) {
+      coefficients_ = std::make_shared<constant_ghosts>(
+        constant_ghosts{Ghosts(comm, cut.where, g, S::dims, coefficients_v<S>, cut.depth), c.values, cut.depth, {}});
+    }
     state_ghosts_ = std::make_shared<Ghosts>(comm, cut.where, g, S::dims, S::fields, cut.depth);
     adjoint_ghosts_ = std::make_shared<Ghosts>(std::move(comm), cut.where, g, S::dims, S::fields, cut.depth);
     program_.slab = state_ghosts_->view();
@@ -269,7 +273,10 @@ class runner_program {
   [[nodiscard]] tile_program<S> advancing(int k, T const* in, stream_view s) const
   {
     tile_program<S> p = program_;
-    if (state_ghosts_) { p.slab.state = state_ghosts_->fill(in, segment_shape{k, p.r}.forward_halo(0), s); }
+    if (state_ghosts_) {
+      p.slab.state = state_ghosts_->fill(in, segment_shape{k, p.r}.forward_halo(0), s);
+      p.slab.coefficients = coefficient_planes(s);
+    }
     return p;
   }
   /// Collective over ranks: the program of the reverse of `k` steps from `checkpoint` and `lambda_out`.
@@ -280,13 +287,33 @@ class runner_program {
       segment_shape const shape{k, p.r};
       p.slab.state = state_ghosts_->fill(checkpoint, shape.state_halo(0), s);
       p.slab.adjoint = adjoint_ghosts_->fill(lambda_out, shape.lambda_halo(k), s);
+      p.slab.coefficients = coefficient_planes(s);
     }
     return p;
   }
 
  private:
+  /// Over ranks, the coefficients' ghost planes, as deep as any call reads: exchanged at the first
+  /// call (the ranks make it together; a constructor is not collective) and kept, since the
+  /// coefficients never change.
+  struct constant_ghosts {
+    Ghosts exchange;
+    T const* values;
+    int depth;
+    std::optional<ghost_planes<T>> filled;
+  };
+  [[nodiscard]] ghost_planes<T> coefficient_planes(stream_view s) const
+  {
+    if (!coefficients_) { return {}; }
+    if (!coefficients_->filled) {
+      coefficients_->filled = coefficients_->exchange.fill(coefficients_->values, coefficients_->depth, s);
+    }
+    return *coefficients_->filled;
+  }
+
   tile_program<S> program_;
   std::size_t padded_{0};  // over ranks: the widest slab's values; 0: not cut
+  std::shared_ptr<constant_ghosts> coefficients_;  // over ranks, for a stencil with coefficients
   // Over ranks: the ghost planes of the state and of the adjoint (shared by the copies a chain
   // makes of its Step; its calls come one at a time).
   std::shared_ptr<Ghosts> state_ghosts_;

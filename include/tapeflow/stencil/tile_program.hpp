@@ -87,8 +87,9 @@ template <class T>
 struct slab_view {
   std::int64_t offset{0};  ///< the whole grid's index of the slab's first plane
   std::int64_t global{0};  ///< planes of the whole grid along the cut axis; 0: the grid is not cut
-  ghost_planes<T> state{};    ///< beyond the faces of the state (or checkpoint) the call reads
-  ghost_planes<T> adjoint{};  ///< beyond the faces of the adjoint the call reads
+  ghost_planes<T> state{};         ///< beyond the faces of the state (or checkpoint) the call reads
+  ghost_planes<T> adjoint{};       ///< beyond the faces of the adjoint the call reads
+  ghost_planes<T> coefficients{};  ///< beyond the faces of the coefficients (they never change)
 };
 
 /// The tile program of stencil S on grid `g` (or on the slab `slab` of a larger grid, `g` being the
@@ -107,7 +108,8 @@ struct tile_program {
   reach r;
   tile_extent tile;
   slab_view<T> slab{};
-  /// S's per-cell coefficients, laid out as the state (null for a stencil without them).
+  /// S's per-cell coefficients, laid out as the state's fields (on a slab: its planes only; null
+  /// for a stencil without them).
   T const* coefficient_values{nullptr};
 
   // ---- where a grid coordinate lies ---------------------------------------------------------------
@@ -210,11 +212,12 @@ struct tile_program {
     }
     return {step, x, y, z, c};
   }
-  /// Coefficient `f` at (x, y, z) of this grid: wrapped where periodic, 0 outside a fixed grid.
+  /// Coefficient `f` at (x, y, z) of this grid: wrapped where periodic, 0 outside a fixed grid;
+  /// on a slab, from the coefficients' ghost planes beyond its faces.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE T coefficient_at(int f, std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
   {
-    if (g.edge == boundary::fixed && !inside(x, y, z)) { return T(0); }
-    return coefficient_values[static_cast<std::size_t>(f) * g.cells() + cell_of(x, y, z)];
+    if (g.edge == boundary::fixed && !in_domain(x, y, z)) { return T(0); }
+    return value_at(coefficient_values, slab.coefficients, f, x, y, z);
   }
   /// The coefficients of the cell (x, y, z) of this grid into c (coefficient_count values).
   TAPEFLOW_HOST_DEVICE void own_coefficients(std::int64_t x, std::int64_t y, std::int64_t z, T* c) const noexcept

@@ -14,7 +14,7 @@ void single_rank::allgather(void const* send, void* receive, std::size_t bytes)
   if (bytes != 0) { std::memmove(receive, send, bytes); }
 }
 
-void single_rank::exchange(std::vector<outgoing> const& sends, std::vector<incoming> const& receives)
+exchange_ticket single_rank::start_exchange(std::vector<outgoing> const& sends, std::vector<incoming> const& receives)
 {
   for (outgoing const& out : sends) {
     TAPEFLOW_EXPECTS(out.tag >= 0 && out.tag < 32767, "a message's tag must lie in [0, 32766], not " + std::to_string(out.tag));
@@ -38,6 +38,15 @@ void single_rank::exchange(std::vector<outgoing> const& sends, std::vector<incom
   }
   TAPEFLOW_EXPECTS(std::all_of(taken.begin(), taken.end(), [](bool t) { return t; }),
                    "a send to itself has no receive of its tag");
+  pending_.push_back(next_);
+  return next_++;
+}
+
+void single_rank::finish_exchange(exchange_ticket ticket)
+{
+  auto const at = std::find(pending_.begin(), pending_.end(), ticket);
+  TAPEFLOW_EXPECTS(at != pending_.end(), "exchange " + std::to_string(ticket) + " is not pending");
+  pending_.erase(at);
 }
 
 std::size_t min_over_ranks(communicator& comm, std::size_t value)

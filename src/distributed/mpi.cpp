@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // mpi_communicator (tapeflow/distributed/mpi.hpp): nonblocking MPI calls, each wait a polling
-// loop that also watches for failure announcements and for the timeout.
+// loop that also watches for failure announcements and for the timeout. Exchanges posted and not
+// yet finished are kept by ticket; a failure gives all of them back, so no receive writes into a
+// buffer after the rank has unwound past it.
 #include <tapeflow/distributed/mpi.hpp>
 
 #include <algorithm>
@@ -76,7 +78,15 @@ mpi_communicator::~mpi_communicator()
 {
   int finalised = 0;
   MPI_Finalized(&finalised);
-  if (comm_ != MPI_COMM_NULL && finalised == 0) { MPI_Comm_free(&comm_); }
+  if (finalised != 0) { return; }
+  give_back_pending();
+  if (comm_ != MPI_COMM_NULL) { MPI_Comm_free(&comm_); }
+}
+
+void mpi_communicator::give_back_pending() noexcept
+{
+  for (auto& [ticket, requests] : pending_) { give_back(requests); }
+  pending_.clear();
 }
 
 void mpi_communicator::check(int status, char const* call)
@@ -99,11 +109,12 @@ void mpi_communicator::require_usable() const
   }
 }
 
-void mpi_communicator::fail(std::string const& what, int failed_rank, std::vector<MPI_Request>& pending)
+void mpi_communicator::fail(std::string const& what, int failed_rank, std::vector<MPI_Request>& waiting)
 {
   broken_ = true;
   broken_because_ = what;
-  give_back(pending);
+  give_back(waiting);
+  give_back_pending();  // no buffer may be written once the caller unwinds
   throw distributed_error(tapeflow::detail::where(__FILE__, __LINE__) + "rank " + std::to_string(rank_) + ": " + what,
                           failed_rank);
 }
@@ -148,7 +159,8 @@ void mpi_communicator::allgather(void const* send, void* receive, std::size_t by
   wait(request, "an allgather");
 }
 
-void mpi_communicator::exchange(std::vector<outgoing> const& sends, std::vector<incoming> const& receives)
+exchange_ticket mpi_communicator::start_exchange(std::vector<outgoing> const& sends,
+                                                 std::vector<incoming> const& receives)
 {
   require_usable();
   auto check_peer = [&](int peer, int tag) {
@@ -177,7 +189,18 @@ void mpi_communicator::exchange(std::vector<outgoing> const& sends, std::vector<
     give_back(requests);
     throw;
   }
-  wait(requests, "a halo exchange");
+  exchange_ticket const ticket = next_++;
+  pending_.emplace(ticket, std::move(requests));
+  return ticket;
+}
+
+void mpi_communicator::finish_exchange(exchange_ticket ticket)
+{
+  require_usable();
+  auto const at = pending_.find(ticket);
+  TAPEFLOW_EXPECTS(at != pending_.end(), "exchange " + std::to_string(ticket) + " is not pending");
+  wait(at->second, "a halo exchange");
+  pending_.erase(at);
 }
 
 void mpi_communicator::announce_failure(std::string const& what) noexcept
@@ -185,6 +208,7 @@ void mpi_communicator::announce_failure(std::string const& what) noexcept
   if (broken_) { return; }  // it failed on a distributed error, which every rank sees already
   broken_ = true;
   broken_because_ = "this rank failed: " + what;
+  give_back_pending();  // the failing rank unwinds: its buffers go
   std::string const text = what.substr(0, failure_text - 1);
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_) { continue; }

@@ -3,7 +3,7 @@
 // communicator, how a grid is cut into slabs, and the schedule fingerprint the ranks compare. A
 // one-rank slab on each backend is in tests/stencil/segment_tests.hpp; the runs over several ranks
 // are tests/distributed/rank_tests.hpp, under mpiexec.
-#include "../stencil/stencils.hpp"
+#include "../stencil/reference.hpp"
 
 #include <tapeflow/chain.hpp>
 #include <tapeflow/chain_options.hpp>
@@ -15,7 +15,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace tapeflow::testing {
@@ -46,6 +51,16 @@ TEST(SingleRank, GathersAndExchangesWithItself)
   EXPECT_THROW(one.exchange({{0, 4, &a, sizeof a}}, {}), logic_error) << "a send nothing receives";
   EXPECT_THROW(one.exchange({{1, 4, &a, sizeof a}}, {{1, 4, &to_a, sizeof to_a}}), logic_error) << "rank 1 of 1";
   EXPECT_THROW(one.exchange({{0, 32767, &a, sizeof a}}, {{0, 32767, &to_a, sizeof to_a}}), logic_error) << "tag";
+
+  // Exchanges pending together, finished in any order, each once.
+  dist::exchange_ticket const first = one.start_exchange({{0, 1, &a, sizeof a}}, {{0, 1, &to_b, sizeof to_b}});
+  dist::exchange_ticket const second = one.start_exchange({{0, 1, &b, sizeof b}}, {{0, 1, &to_a, sizeof to_a}});
+  EXPECT_NE(first, second);
+  one.finish_exchange(second);
+  one.finish_exchange(first);
+  EXPECT_EQ(to_a, 2);
+  EXPECT_EQ(to_b, 1);
+  EXPECT_THROW(one.finish_exchange(first), logic_error) << "finished twice";
 }
 
 TEST(SingleRank, CollectivelyAnnouncesWhatThrowsAndRethrowsIt)
@@ -55,7 +70,11 @@ TEST(SingleRank, CollectivelyAnnouncesWhatThrowsAndRethrowsIt)
     int rank() const noexcept override { return 0; }
     int size() const noexcept override { return 1; }
     void allgather(void const*, void*, std::size_t) override {}
-    void exchange(std::vector<dist::outgoing> const&, std::vector<dist::incoming> const&) override {}
+    dist::exchange_ticket start_exchange(std::vector<dist::outgoing> const&, std::vector<dist::incoming> const&) override
+    {
+      return 0;
+    }
+    void finish_exchange(dist::exchange_ticket) override {}
     void announce_failure(std::string const& what) noexcept override { heard = what; }
   } comm;
   EXPECT_EQ(dist::collectively(comm, [] { return 3; }), 3);
@@ -92,6 +111,77 @@ TEST(Slab, AGhostExchangeRefusesASlabThinnerThanItsDepth)
   EXPECT_THROW(static_cast<void>(ok.fill(state.data(), 5)), logic_error) << "deeper than it was made for";
   EXPECT_THROW(st::ghost_exchange<float>(one, st::slab::of(8, 2, 0), g, 2, 1, 1), logic_error)
     << "a slab of 2 ranks on a communicator of 1";
+}
+
+/// One rank that calls on_finish() as each of its exchanges finishes: what ran before that
+/// overlapped the exchange.
+class watched_rank final : public dist::communicator {
+ public:
+  std::function<void()> on_finish;
+
+  int rank() const noexcept override { return 0; }
+  int size() const noexcept override { return 1; }
+  void allgather(void const* send, void* receive, std::size_t bytes) override { one_.allgather(send, receive, bytes); }
+  dist::exchange_ticket start_exchange(std::vector<dist::outgoing> const& sends,
+                                       std::vector<dist::incoming> const& receives) override
+  {
+    return one_.start_exchange(sends, receives);
+  }
+  void finish_exchange(dist::exchange_ticket ticket) override
+  {
+    if (on_finish) { on_finish(); }
+    one_.finish_exchange(ticket);
+  }
+  void announce_failure(std::string const&) noexcept override {}
+
+ private:
+  dist::single_rank one_;
+};
+
+TEST(Slab, InteriorTilesRunWhileTheGhostPlanesTravel)
+{
+  using S = tapeflow::testing::stencils::advection_2d<double>;  // reaches 1 cell a step
+  S const s{0.3, 0.1};
+  st::grid<double> const g{12, 40, 1};
+  auto const comm = std::make_shared<watched_rank>();
+  st::segment_request request;
+  request.k = 2;
+  request.tile = {6, 5, 1};
+  device_limits const cpu = query_device_limits(backend::cpu);
+  st::segment_plan const plan = st::plan_slab_segments<S>(g, 4, cpu, request, *comm);
+  st::cpu_runner<S> const slab(s, g, plan, comm);  // one rank's slab: its ghost planes from itself
+  st::cpu_runner<S> const whole(s, g, plan);
+
+  // The forward of 2 steps reads 2 rows past a tile: the tile rows at y = 5 .. 34 read no ghost
+  // plane (30 rows of 12 cells), the two at each face do.
+  std::size_t const interior = 30 * 12;
+  auto const written = [](std::vector<double> const& v) {
+    return static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [](double x) { return !std::isnan(x); }));
+  };
+  std::vector<double> const in = random_state<double>(g.cells(), 5u, -1.0, 1.0);
+  std::vector<double> out(g.cells(), std::nan(""));
+  std::size_t written_at_finish = 0;
+  comm->on_finish = [&] { written_at_finish = written(out); };
+  slab.advance(0, 2, in.data(), out.data(), {});
+  EXPECT_EQ(written_at_finish, interior) << "the interior tiles ran before the exchange was waited for";
+  std::vector<double> want(g.cells());
+  whole.advance(0, 2, in.data(), want.data(), {});
+  EXPECT_EQ(out, want);
+
+  // The reverse of 2 steps reads 3 rows of the checkpoint past a tile: the tile rows at y = 5 .. 34
+  // still.
+  std::vector<double> const lambda = random_state<double>(g.cells(), 6u, -1.0, 1.0);
+  std::vector<double> lambda_in(g.cells(), std::nan(""));
+  std::size_t written_at_first_finish = 0;
+  bool first_finish = true;
+  comm->on_finish = [&] {
+    if (std::exchange(first_finish, false)) { written_at_first_finish = written(lambda_in); }
+  };
+  slab.reverse(0, 2, in.data(), lambda.data(), lambda_in.data(), nullptr, {});
+  EXPECT_EQ(written_at_first_finish, interior);
+  std::vector<double> want_lambda(g.cells());
+  whole.reverse(0, 2, in.data(), lambda.data(), want_lambda.data(), nullptr, {});
+  EXPECT_EQ(lambda_in, want_lambda);
 }
 
 TEST(Slab, ThePlannerKeepsSegmentsWithinTheThinnestSlab)

@@ -40,6 +40,9 @@ struct incoming {
   std::size_t bytes{0};
 };
 
+/// An exchange posted by communicator::start_exchange, for its finish_exchange.
+using exchange_ticket = std::uint64_t;
+
 /// The ranks of a run. Calls are collective where documented: every rank makes them, in the same
 /// order. Not thread-safe: one thread of each rank talks.
 class communicator {
@@ -58,10 +61,24 @@ class communicator {
   /// times `bytes`). Throws distributed_error when a rank failed or the timeout passed.
   virtual void allgather(void const* send, void* receive, std::size_t bytes) = 0;
 
-  /// Posts every receive, then every send, and waits for all of them. A rank may send to itself.
-  /// Messages between two ranks with one tag arrive in the order they were posted. Throws
-  /// logic_error for a peer out of range or a tag past 32766, distributed_error as allgather.
-  virtual void exchange(std::vector<outgoing> const& sends, std::vector<incoming> const& receives) = 0;
+  /// Posts every receive, then every send, and returns without waiting: work that needs none of
+  /// the messages can run while they travel (docs/distributed.md). The buffers must stay valid,
+  /// and the sends' unchanged, until finish_exchange(ticket) returns. A rank may send to itself;
+  /// messages between two ranks with one tag arrive in the order they were posted; several
+  /// exchanges may be pending at once. Throws logic_error for a peer out of range or a tag past
+  /// 32766, distributed_error as allgather.
+  [[nodiscard]] virtual exchange_ticket start_exchange(std::vector<outgoing> const& sends,
+                                                       std::vector<incoming> const& receives) = 0;
+
+  /// Waits for every message of the pending exchange `ticket`. Throws logic_error for a ticket
+  /// that is not pending, distributed_error as allgather.
+  virtual void finish_exchange(exchange_ticket ticket) = 0;
+
+  /// start_exchange, then finish_exchange.
+  void exchange(std::vector<outgoing> const& sends, std::vector<incoming> const& receives)
+  {
+    finish_exchange(start_exchange(sends, receives));
+  }
 
   /// Tells every other rank that this one failed with `what`: their current or next wait raises
   /// distributed_error naming this rank. Best effort; never throws. Marks this communicator broken.
@@ -69,14 +86,20 @@ class communicator {
 };
 
 /// The one-process communicator: rank 0 of 1. allgather copies; an exchange matches each
-/// receive with the send to itself of the same tag, in order.
+/// receive with the send to itself of the same tag, in order, as it is posted.
 class single_rank final : public communicator {
  public:
   [[nodiscard]] int rank() const noexcept override { return 0; }
   [[nodiscard]] int size() const noexcept override { return 1; }
   void allgather(void const* send, void* receive, std::size_t bytes) override;
-  void exchange(std::vector<outgoing> const& sends, std::vector<incoming> const& receives) override;
+  [[nodiscard]] exchange_ticket start_exchange(std::vector<outgoing> const& sends,
+                                               std::vector<incoming> const& receives) override;
+  void finish_exchange(exchange_ticket ticket) override;
   void announce_failure(std::string const&) noexcept override {}
+
+ private:
+  std::vector<exchange_ticket> pending_;
+  exchange_ticket next_{0};
 };
 
 // ---- what the ranks agree on, built on allgather -------------------------------------------------

@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,13 +29,16 @@ class mpi_communicator final : public communicator {
   /// Collective over `comm`: duplicates it. Throws logic_error when MPI is not initialised or a
   /// timeout is not positive, distributed_error when MPI fails.
   explicit mpi_communicator(MPI_Comm comm = MPI_COMM_WORLD, std::chrono::milliseconds timeout = default_timeout());
-  /// Frees the duplicate (unless MPI was finalised first).
+  /// Gives back the requests of exchanges never finished, and frees the duplicate (unless MPI was
+  /// finalised first).
   ~mpi_communicator() override;
 
   [[nodiscard]] int rank() const noexcept override { return rank_; }
   [[nodiscard]] int size() const noexcept override { return size_; }
   void allgather(void const* send, void* receive, std::size_t bytes) override;
-  void exchange(std::vector<outgoing> const& sends, std::vector<incoming> const& receives) override;
+  [[nodiscard]] exchange_ticket start_exchange(std::vector<outgoing> const& sends,
+                                               std::vector<incoming> const& receives) override;
+  void finish_exchange(exchange_ticket ticket) override;
   void announce_failure(std::string const& what) noexcept override;
 
   /// The duplicate tapeflow talks on.
@@ -46,9 +50,12 @@ class mpi_communicator final : public communicator {
   void check(int status, char const* call);
   void require_usable() const;
   void wait(std::vector<MPI_Request>& requests, char const* what);
-  [[noreturn]] void fail(std::string const& what, int failed_rank, std::vector<MPI_Request>& pending);
+  [[noreturn]] void fail(std::string const& what, int failed_rank, std::vector<MPI_Request>& waiting);
+  void give_back_pending() noexcept;
 
   MPI_Comm comm_{MPI_COMM_NULL};
+  std::map<exchange_ticket, std::vector<MPI_Request>> pending_;  // posted, not finished
+  exchange_ticket next_{0};
   int rank_{0};
   int size_{1};
   std::chrono::milliseconds timeout_;

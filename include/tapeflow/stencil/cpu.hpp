@@ -4,12 +4,13 @@
 // buffer the size of a tile's levels, so a segment's k steps and their adjoints run in its cache:
 // the CPU's cache-blocked equivalent of the GPU's shared-memory segments, with the same bits.
 // Over the ranks of a distributed run, each rank runs its slab of the grid, the ghost planes
-// exchanged once per segment (tapeflow/stencil/slab.hpp).
+// exchanged once per segment (tapeflow/stencil/slab.hpp) while the tiles that do not read them run.
 #pragma once
 
 #include <tapeflow/cpu/thread_pool.hpp>
 #include <tapeflow/distributed/communicator.hpp>
 #include <tapeflow/stencil/segment.hpp>
+#include <tapeflow/stencil/runner_program.hpp>
 #include <tapeflow/stencil/slab.hpp>
 #include <tapeflow/stencil/tile_program.hpp>
 
@@ -39,24 +40,31 @@ class cpu_runner {
   [[nodiscard]] std::size_t state_size() const noexcept { return program_.state_size(); }
   [[nodiscard]] std::size_t parameter_size() const noexcept { return program_.parameter_size(); }
 
+  /// The interior tiles run while the ghost planes travel, the boundary tiles once they are here.
   void advance(std::size_t first, int k, T const* in, T* out, stream_view s) const
   {
-    tile_program<S> const program = program_.advancing(k, in, s);
-    each_tile(
-      [&](std::size_t t, T* scratch) { program.advance(solo_team{}, program.tile_box(t), first, k, in, out, scratch); },
-      program.advance_scratch(k));
+    auto call = program_.advancing(k, in, s);
+    auto const run = [&](tile_program<S> const& program, tile_range tiles) {
+      each_tile(tiles, program.advance_scratch(k), [&](std::size_t t, T* scratch) {
+        program.advance(solo_team{}, program.tile_box(t), first, k, in, out, scratch);
+      });
+    };
+    run(call.program(), call.interior());
+    run(call.finish(s), call.boundary());
     zero_tail(out);
   }
 
   void reverse(std::size_t first, int k, T const* checkpoint, T const* lambda_out, T* lambda_in, T* dc,
                stream_view s) const
   {
-    tile_program<S> const program = program_.reversing(k, checkpoint, lambda_out, s);
-    each_tile(
-      [&](std::size_t t, T* scratch) {
+    auto call = program_.reversing(k, checkpoint, lambda_out, s);
+    auto const run = [&](tile_program<S> const& program, tile_range tiles) {
+      each_tile(tiles, program.reverse_scratch(k), [&](std::size_t t, T* scratch) {
         program.reverse(solo_team{}, program.tile_box(t), first, k, checkpoint, lambda_out, lambda_in, dc, scratch);
-      },
-      program.reverse_scratch(k));
+      });
+    };
+    run(call.program(), call.interior());
+    run(call.finish(s), call.boundary());
     zero_tail(lambda_in);
   }
 
@@ -70,15 +78,17 @@ class cpu_runner {
  private:
   void zero_tail(T* state) const { std::fill(state + program_.used_values(), state + state_size(), T(0)); }
 
-  /// Calls work(tile, scratch) for every tile, in parallel, with `values` of scratch per thread.
+  /// Calls work(tile, scratch) for every tile of `tiles`, in parallel, with `values` of scratch per
+  /// thread.
   template <class Work>
-  void each_tile(Work&& work, std::size_t values) const
+  static void each_tile(tile_range tiles, std::size_t values, Work&& work)
   {
-    std::size_t const tiles = program_.base().tiles();
-    cpu::parallel_for(tiles, cpu::grain_for(tiles), [&](std::size_t first, std::size_t last) {
+    std::size_t const count = tiles.size();
+    if (count == 0) { return; }
+    cpu::parallel_for(count, cpu::grain_for(count), [&](std::size_t first, std::size_t last) {
       thread_local std::vector<T> scratch;  // kept: later segments allocate nothing
       if (scratch.size() < values) { scratch.resize(values); }
-      for (std::size_t t = first; t < last; ++t) { work(t, scratch.data()); }
+      for (std::size_t i = first; i < last; ++i) { work(tiles[i], scratch.data()); }
     });
   }
 

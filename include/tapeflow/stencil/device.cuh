@@ -4,7 +4,7 @@
 // barrier between levels. A persistent grid walks the tiles. Include it from the .cu file that
 // names the stencil: the kernels are instantiated for it there. Over the ranks of a distributed
 // run, each rank runs its slab, its ghost planes staged through pinned host memory once per
-// segment (tapeflow/stencil/slab.hpp).
+// segment (tapeflow/stencil/slab.hpp), the interior tiles' kernel running while they travel.
 #pragma once
 
 #include <tapeflow/device/launch.cuh>
@@ -12,6 +12,7 @@
 #include <tapeflow/distributed/communicator.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/stencil/segment.hpp>
+#include <tapeflow/stencil/runner_program.hpp>
 #include <tapeflow/stencil/slab.hpp>
 #include <tapeflow/stencil/tile_program.hpp>
 
@@ -58,29 +59,28 @@ struct block_team {
 namespace detail {
 
 template <class S>
-__global__ void advance_kernel(tile_program<S> program, std::size_t first, int k,
+__global__ void advance_kernel(tile_program<S> program, tile_range tiles, std::size_t first, int k,
                                typename S::value_type const* __restrict__ in, typename S::value_type* __restrict__ out)
 {
   using T = typename S::value_type;
   T* const scratch = device::dynamic_shared<T>();
-  std::size_t const tiles = program.tiles();
-  for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    program.advance(block_team{}, program.tile_box(t), first, k, in, out, scratch);
+  for (std::size_t i = blockIdx.x; i < tiles.size(); i += gridDim.x) {
+    program.advance(block_team{}, program.tile_box(tiles[i]), first, k, in, out, scratch);
     __syncthreads();  // the next tile reuses the scratch
   }
 }
 
 template <class S>
-__global__ void reverse_kernel(tile_program<S> program, std::size_t first, int k,
+__global__ void reverse_kernel(tile_program<S> program, tile_range tiles, std::size_t first, int k,
                                typename S::value_type const* __restrict__ checkpoint,
                                typename S::value_type const* __restrict__ lambda_out,
                                typename S::value_type* __restrict__ lambda_in, typename S::value_type* __restrict__ dc)
 {
   using T = typename S::value_type;
   T* const scratch = device::dynamic_shared<T>();
-  std::size_t const tiles = program.tiles();
-  for (std::size_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    program.reverse(block_team{}, program.tile_box(t), first, k, checkpoint, lambda_out, lambda_in, dc, scratch);
+  for (std::size_t i = blockIdx.x; i < tiles.size(); i += gridDim.x) {
+    program.reverse(block_team{}, program.tile_box(tiles[i]), first, k, checkpoint, lambda_out, lambda_in, dc,
+                    scratch);
     __syncthreads();
   }
 }
@@ -99,7 +99,8 @@ __global__ void record_kernel(T const* __restrict__ in, T* __restrict__ taped, s
 
 /// Ghost planes of a device state over ranks: its faces copied to pinned host memory, exchanged
 /// (ghost_exchange, host memory: Debian's MPI is not CUDA-aware), and the neighbours' planes copied
-/// to device memory for the kernels, all ordered on the call's stream.
+/// to device memory for the kernels, ordered on the call's stream. start() returns once the faces
+/// are on the host and their messages posted, so kernels launched next overlap the exchange.
 template <class T>
 class device_ghosts {
  public:
@@ -112,16 +113,14 @@ class device_ghosts {
 
   [[nodiscard]] slab_view<T> view() const noexcept { return exchange_.view(); }
 
-  /// Collective: `depth` ghost planes of the device state `state`, in device memory, ready on `s`.
-  [[nodiscard]] ghost_planes<T> fill(T const* state, int depth, stream_view s)
+  /// Collective: copies the faces of the device state `state` (`depth` planes) to the host once
+  /// the work before on `s` has written them, and starts exchanging them.
+  void start(T const* state, int depth, stream_view s)
   {
-    if (depth == 0) { return {0, nullptr}; }
-    std::size_t const values = exchange_.values(depth);
-    if (!planes_) { planes_.emplace(gpu_backend, capacity_ * sizeof(T), s); }
     std::size_t const run = static_cast<std::size_t>(depth) * exchange_.plane();
     std::size_t const extent = exchange_.where().extent;
     auto* const faces = static_cast<T*>(faces_.data());
-    for (int f = 0; f < exchange_.fields(); ++f) {
+    for (int f = 0; f < exchange_.fields() && depth > 0; ++f) {
       T const* const field = state + static_cast<std::size_t>(f) * exchange_.field_values();
       T const* const last = field + (extent - static_cast<std::size_t>(depth)) * exchange_.plane();
       TAPEFLOW_CUDA_TRY(cudaMemcpyAsync(faces + exchange_.offset(f, 0, depth), field, run * sizeof(T),
@@ -129,12 +128,28 @@ class device_ghosts {
       TAPEFLOW_CUDA_TRY(cudaMemcpyAsync(faces + exchange_.offset(f, 1, depth), last, run * sizeof(T),
                                         cudaMemcpyDeviceToHost, to_native(s)));
     }
-    TAPEFLOW_CUDA_TRY(cudaStreamSynchronize(to_native(s)));  // the faces are on the host
-    ghost_planes<T> const host = exchange_.fill_from_faces(faces, depth);
+    if (depth > 0) { TAPEFLOW_CUDA_TRY(cudaStreamSynchronize(to_native(s))); }  // the faces are on the host
+    exchange_.start_from_faces(faces, depth);
+  }
+
+  /// Collective: waits for the exchange; its ghost planes in device memory, ready on `s` (after
+  /// the work launched on `s` since start()).
+  [[nodiscard]] ghost_planes<T> finish(stream_view s)
+  {
+    ghost_planes<T> const host = exchange_.finish();
+    if (host.depth == 0) { return {0, nullptr}; }
+    if (!planes_) { planes_.emplace(gpu_backend, capacity_ * sizeof(T), s); }
     // From pageable memory the copy returns once its source is read: the exchange may reuse it.
-    TAPEFLOW_CUDA_TRY(cudaMemcpyAsync(planes_->data(), host.values, values * sizeof(T), cudaMemcpyHostToDevice,
-                                      to_native(s)));
-    return {depth, planes_->template data_as<T>()};
+    TAPEFLOW_CUDA_TRY(cudaMemcpyAsync(planes_->data(), host.values, exchange_.values(host.depth) * sizeof(T),
+                                      cudaMemcpyHostToDevice, to_native(s)));
+    return {host.depth, planes_->template data_as<T>()};
+  }
+
+  /// start(), then finish().
+  [[nodiscard]] ghost_planes<T> fill(T const* state, int depth, stream_view s)
+  {
+    start(state, depth, s);
+    return finish(s);
   }
 
  private:
@@ -164,20 +179,33 @@ class device_runner {
   [[nodiscard]] std::size_t state_size() const noexcept { return program_.state_size(); }
   [[nodiscard]] std::size_t parameter_size() const noexcept { return program_.parameter_size(); }
 
+  /// The interior tiles' kernel runs while the ghost planes travel, the boundary tiles' once they
+  /// are on the device.
   void advance(std::size_t first, int k, T const* in, T* out, stream_view s) const
   {
-    tile_program<S> const program = program_.advancing(k, in, s);
-    device::launch(detail::advance_kernel<S>, grid_blocks_, block_threads_, program.advance_scratch(k) * sizeof(T), s,
-                   program, first, k, in, out);
+    auto call = program_.advancing(k, in, s);
+    auto const run = [&](tile_program<S> const& program, tile_range tiles) {
+      if (tiles.size() == 0) { return; }
+      device::launch(detail::advance_kernel<S>, blocks_for(tiles), block_threads_,
+                     program.advance_scratch(k) * sizeof(T), s, program, tiles, first, k, in, out);
+    };
+    run(call.program(), call.interior());
+    run(call.finish(s), call.boundary());
     zero_tail(out, s);
   }
 
   void reverse(std::size_t first, int k, T const* checkpoint, T const* lambda_out, T* lambda_in, T* dc,
                stream_view s) const
   {
-    tile_program<S> const program = program_.reversing(k, checkpoint, lambda_out, s);
-    device::launch(detail::reverse_kernel<S>, grid_blocks_, block_threads_, program.reverse_scratch(k) * sizeof(T), s,
-                   program, first, k, checkpoint, lambda_out, lambda_in, dc);
+    auto call = program_.reversing(k, checkpoint, lambda_out, s);
+    auto const run = [&](tile_program<S> const& program, tile_range tiles) {
+      if (tiles.size() == 0) { return; }
+      device::launch(detail::reverse_kernel<S>, blocks_for(tiles), block_threads_,
+                     program.reverse_scratch(k) * sizeof(T), s, program, tiles, first, k, checkpoint, lambda_out,
+                     lambda_in, dc);
+    };
+    run(call.program(), call.interior());
+    run(call.finish(s), call.boundary());
     zero_tail(lambda_in, s);
   }
 
@@ -187,6 +215,12 @@ class device_runner {
   }
 
  private:
+  /// Blocks of a launch over `tiles`: the plan's persistent grid, or fewer for fewer tiles.
+  [[nodiscard]] int blocks_for(tile_range tiles) const noexcept
+  {
+    return tiles.size() < static_cast<std::size_t>(grid_blocks_) ? static_cast<int>(tiles.size()) : grid_blocks_;
+  }
+
   void zero_tail(T* state, stream_view s) const
   {
     std::size_t const used = program_.used_values();

@@ -141,13 +141,14 @@ class ghost_exchange {
     return {static_cast<std::int64_t>(slab_.offset), static_cast<std::int64_t>(slab_.global), {}, {}};
   }
 
-  /// Collective: the `depth` planes beyond each face of `state` (this rank's fields x extent
-  /// planes, host memory) from the neighbours, in storage this exchange owns until its next call.
-  /// Planes beyond a fixed grid's edge are not sent (the tile program never reads them). Throws
-  /// logic_error for a depth past the one it was made for, distributed_error as the communicator.
-  [[nodiscard]] ghost_planes<T> fill(T const* state, int depth, stream_view = {})
+  /// Collective: starts receiving the `depth` planes beyond each face of `state` (this rank's
+  /// fields x extent planes, host memory) from the neighbours, and sending them this rank's faces;
+  /// finish() waits for them. `state` must not change until then. Planes beyond a fixed grid's
+  /// edge are not sent (the tile program never reads them). Throws logic_error for a depth past
+  /// the one it was made for or an exchange already started, distributed_error as the communicator.
+  void start(T const* state, int depth, stream_view = {})
   {
-    return exchange(depth, [&](int f, int side) {
+    post(depth, [&](int f, int side) {
       T const* const field = state + static_cast<std::size_t>(f) * cells_;
       return side == 0 ? field : field + (slab_.extent - static_cast<std::size_t>(depth)) * plane_;
     });
@@ -155,10 +156,28 @@ class ghost_exchange {
 
   /// The same from a state's faces already copied out (a device state's, staged in host memory):
   /// `faces` holds, for each field, its first `depth` planes and then its last, as ghost planes
-  /// are laid out.
-  [[nodiscard]] ghost_planes<T> fill_from_faces(T const* faces, int depth)
+  /// are laid out, and must stay until finish().
+  void start_from_faces(T const* faces, int depth)
   {
-    return exchange(depth, [&](int f, int side) { return faces + offset(f, side, depth); });
+    post(depth, [&](int f, int side) { return faces + offset(f, side, depth); });
+  }
+
+  /// Collective: waits for the started exchange; its ghost planes, in storage this exchange owns
+  /// until its next start. Throws logic_error when none was started, distributed_error as the
+  /// communicator.
+  [[nodiscard]] ghost_planes<T> finish(stream_view = {})
+  {
+    TAPEFLOW_EXPECTS(started_, "a ghost exchange finishes only what it started");
+    started_ = false;
+    if (ticket_) { comm_->finish_exchange(*std::exchange(ticket_, std::nullopt)); }
+    return {depth_started_, planes_.data()};
+  }
+
+  /// start(), then finish().
+  [[nodiscard]] ghost_planes<T> fill(T const* state, int depth, stream_view s = {})
+  {
+    start(state, depth, s);
+    return finish(s);
   }
 
   /// Values of `depth` ghost planes (or faces) of every field on both sides.
@@ -185,15 +204,17 @@ class ghost_exchange {
     if (r >= 0 && r < slab_.ranks) { return r; }
     return periodic_ ? (r + slab_.ranks) % slab_.ranks : -1;
   }
-  /// Sends face(f, side) — `depth` planes of field f, its first (side 0) or last (side 1) — to the
-  /// neighbour across that face, and receives the neighbours' into the ghost planes.
+  /// Starts sending face(f, side) — `depth` planes of field f, its first (side 0) or last (side 1)
+  /// — to the neighbour across that face, and receiving the neighbours' into the ghost planes.
   template <class Face>
-  ghost_planes<T> exchange(int depth, Face&& face)
+  void post(int depth, Face&& face)
   {
     TAPEFLOW_EXPECTS(depth >= 0 && depth <= depth_, "asked for " + std::to_string(depth) +
                                                       " ghost planes; the exchange was made for " + std::to_string(depth_));
-    ghost_planes<T> const filled{depth, planes_.data()};
-    if (depth == 0) { return filled; }
+    TAPEFLOW_EXPECTS(!started_, "a ghost exchange was started twice: finish() the first");
+    started_ = true;
+    depth_started_ = depth;
+    if (depth == 0) { return; }
     int const below = neighbour(-1);
     int const above = neighbour(+1);
     std::size_t const bytes = static_cast<std::size_t>(depth) * plane_ * sizeof(T);
@@ -210,8 +231,7 @@ class ghost_exchange {
         sends.push_back({above, 2 * f, face(f, 1), bytes});
       }
     }
-    comm_->exchange(sends, receives);
-    return filled;
+    ticket_ = comm_->start_exchange(sends, receives);
   }
 
   std::shared_ptr<distributed::communicator> comm_;
@@ -222,102 +242,9 @@ class ghost_exchange {
   std::size_t plane_;
   std::size_t cells_;
   std::vector<T> planes_;
-};
-
-/// The tile program a segment runner hands its tiles at each call, on the whole grid or, over
-/// ranks, on this rank's slab with the call's ghost planes filled. `Ghosts` fills them from a state
-/// in the runner's memory: ghost_exchange (host memory) or device_ghosts (device.cuh).
-template <class S, class Ghosts>
-class runner_program {
- public:
-  using T = typename S::value_type;
-
-  /// The program over `g`; with `comm`, over this rank's slab of `g` (the whole grid) cut over the
-  /// ranks of `comm` (the plan is the slab's: plan_slab_segments), reading the coefficients `c`
-  /// where S has them: the whole grid's, or over ranks the slab's planes of them (laid out as its
-  /// state, without the padding). Throws logic_error for a stencil with coefficients without them,
-  /// and what Ghosts throws.
-  runner_program(S stencil, grid<T> const& g, segment_plan const& plan,
-                 std::shared_ptr<distributed::communicator> comm = nullptr, coefficient_view<T> c = {})
-    : program_{stencil, g, reach::of<S>(), plan.tile}
-  {
-    TAPEFLOW_EXPECTS(coefficients_v<S> == 0 || c.values != nullptr,
-                     "a stencil with coefficients needs them: pass their values (coefficient_view) to its segments");
-    program_.coefficient_values = c.values;
-    if (!comm) { return; }
-    slab_cut<T> const cut = cut_for<S>(g, plan, *comm);
-    program_.g = cut.local;
-    padded_ = cut.padded;
-    if constexpr (coefficients_v<S> > 0) {
-      coefficients_ = std::make_shared<constant_ghosts>(
-        constant_ghosts{Ghosts(comm, cut.where, g, S::dims, coefficients_v<S>, cut.depth), c.values, cut.depth, {}});
-    }
-    state_ghosts_ = std::make_shared<Ghosts>(comm, cut.where, g, S::dims, S::fields, cut.depth);
-    adjoint_ghosts_ = std::make_shared<Ghosts>(std::move(comm), cut.where, g, S::dims, S::fields, cut.depth);
-    program_.slab = state_ghosts_->view();
-  }
-
-  /// The program without ghost planes (its tiling, its grid).
-  [[nodiscard]] tile_program<S> const& base() const noexcept { return program_; }
-  /// Values of the runner's state: the grid's fields, one after the other; over ranks, the slab's
-  /// (used_values()), then zeros up to the widest slab's size.
-  [[nodiscard]] std::size_t state_size() const noexcept { return padded_ != 0 ? padded_ : used_values(); }
-  [[nodiscard]] std::size_t used_values() const noexcept { return program_.g.cells() * S::fields; }
-  /// Values of the coefficients (and of their adjoint).
-  [[nodiscard]] std::size_t parameter_size() const noexcept
-  {
-    return program_.g.cells() * static_cast<std::size_t>(coefficients_v<S>);
-  }
-
-  /// Collective over ranks: the program of a forward of `k` steps from `in`.
-  [[nodiscard]] tile_program<S> advancing(int k, T const* in, stream_view s) const
-  {
-    tile_program<S> p = program_;
-    if (state_ghosts_) {
-      p.slab.state = state_ghosts_->fill(in, segment_shape{k, p.r}.forward_halo(0), s);
-      p.slab.coefficients = coefficient_planes(s);
-    }
-    return p;
-  }
-  /// Collective over ranks: the program of the reverse of `k` steps from `checkpoint` and `lambda_out`.
-  [[nodiscard]] tile_program<S> reversing(int k, T const* checkpoint, T const* lambda_out, stream_view s) const
-  {
-    tile_program<S> p = program_;
-    if (state_ghosts_) {
-      segment_shape const shape{k, p.r};
-      p.slab.state = state_ghosts_->fill(checkpoint, shape.state_halo(0), s);
-      p.slab.adjoint = adjoint_ghosts_->fill(lambda_out, shape.lambda_halo(k), s);
-      p.slab.coefficients = coefficient_planes(s);
-    }
-    return p;
-  }
-
- private:
-  /// Over ranks, the coefficients' ghost planes, as deep as any call reads: exchanged at the first
-  /// call (the ranks make it together; a constructor is not collective) and kept, since the
-  /// coefficients never change.
-  struct constant_ghosts {
-    Ghosts exchange;
-    T const* values;
-    int depth;
-    std::optional<ghost_planes<T>> filled;
-  };
-  [[nodiscard]] ghost_planes<T> coefficient_planes(stream_view s) const
-  {
-    if (!coefficients_) { return {}; }
-    if (!coefficients_->filled) {
-      coefficients_->filled = coefficients_->exchange.fill(coefficients_->values, coefficients_->depth, s);
-    }
-    return *coefficients_->filled;
-  }
-
-  tile_program<S> program_;
-  std::size_t padded_{0};  // over ranks: the widest slab's values; 0: not cut
-  std::shared_ptr<constant_ghosts> coefficients_;  // over ranks, for a stencil with coefficients
-  // Over ranks: the ghost planes of the state and of the adjoint (shared by the copies a chain
-  // makes of its Step; its calls come one at a time).
-  std::shared_ptr<Ghosts> state_ghosts_;
-  std::shared_ptr<Ghosts> adjoint_ghosts_;
+  bool started_{false};
+  int depth_started_{0};
+  std::optional<distributed::exchange_ticket> ticket_;  // none for an exchange of no planes
 };
 
 }  // namespace tapeflow::stencil

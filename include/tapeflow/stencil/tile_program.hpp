@@ -9,6 +9,10 @@
 //
 // Each value is computed by the same per-cell function from the same inputs in the same order
 // whatever k is and whichever team runs it, so the gradient's bits do not depend on k.
+//
+// One file of over 400 lines: tile_program is one struct handed by value to kernels, and its
+// forward, its reverse and its cell geometry all read the same members (grid, reach, tile, slab);
+// split over files, every part would need the whole.
 #pragma once
 
 #include <tapeflow/config.hpp>
@@ -70,6 +74,25 @@ struct solo_team {
     }
   }
   TAPEFLOW_HOST_DEVICE void sync() const noexcept {}
+};
+
+/// The tiles a launch walks: tile numbers [first, last) but those in [skip_first, skip_last).
+struct tile_range {
+  std::size_t first{0};
+  std::size_t last{0};
+  std::size_t skip_first{0};
+  std::size_t skip_last{0};
+
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t size() const noexcept
+  {
+    return last - first - (skip_last - skip_first);
+  }
+  /// The i-th tile number of the range.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t operator[](std::size_t i) const noexcept
+  {
+    std::size_t const t = first + i;
+    return t < skip_first ? t : t + (skip_last - skip_first);
+  }
 };
 
 /// Planes beyond a slab's two faces, which the neighbours sent: fields x {below, above} x depth
@@ -280,6 +303,31 @@ struct tile_program {
   }
   /// Tiles covering the grid.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t tiles() const noexcept { return tiles_covering(g.nx, g.ny, g.nz, tile); }
+  /// Every tile.
+  [[nodiscard]] tile_range all_tiles() const noexcept { return {0, tiles(), 0, 0}; }
+  /// The tiles whose boxes, `halo` cells wider than the tile, lie within the slab along its cut
+  /// axis: they read no ghost plane, so they can run while the ghost planes travel. Tiles are
+  /// numbered with the cut axis outermost, so these are one run of them. Every tile of a grid that
+  /// is not cut.
+  [[nodiscard]] tile_range interior_tiles(int halo) const noexcept
+  {
+    if (!split()) { return all_tiles(); }
+    std::size_t const along = g.extent(dims - 1);
+    auto const width = static_cast<std::size_t>(dims == 1 ? tile.x : dims == 2 ? tile.y : tile.z);
+    std::size_t const rows = (along + width - 1) / width;  // tile positions along the cut axis
+    std::size_t const per_row = tiles() / rows;
+    auto const h = static_cast<std::size_t>(halo);
+    std::size_t const first_row = (h + width - 1) / width;       // its box starts at or past plane 0
+    std::size_t const last_row = along >= h ? (along - h) / width : 0;  // and ends at or before `along`
+    if (first_row >= last_row) { return {}; }
+    return {first_row * per_row, last_row * per_row, 0, 0};
+  }
+  /// The tiles interior_tiles(halo) leaves out: those that read ghost planes.
+  [[nodiscard]] tile_range boundary_tiles(int halo) const noexcept
+  {
+    tile_range const inner = interior_tiles(halo);
+    return {0, tiles(), inner.first, inner.last};
+  }
 
   // ---- one level from the one before ---------------------------------------------------------------
 

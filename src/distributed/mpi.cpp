@@ -5,6 +5,10 @@
 // buffer after the rank has unwound past it.
 #include <tapeflow/distributed/mpi.hpp>
 
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>  // MPIX_Query_cuda_support, MPIX_Query_rocm_support (where Open MPI has them)
+#endif
+
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
@@ -62,7 +66,22 @@ std::chrono::milliseconds mpi_communicator::default_timeout()
   return std::chrono::seconds(300);
 }
 
-mpi_communicator::mpi_communicator(MPI_Comm comm, std::chrono::milliseconds timeout) : timeout_(timeout)
+bool mpi_communicator::library_moves_device_memory()
+{
+  if (char const* text = std::getenv("TAPEFLOW_MPI_DEVICE_MEMORY"); text != nullptr && std::string{text} == "0") {
+    return false;
+  }
+#if defined(TAPEFLOW_HAS_CUDA) && defined(MPIX_CUDA_AWARE_SUPPORT)
+  return MPIX_Query_cuda_support() == 1;
+#elif defined(TAPEFLOW_HAS_HIP) && defined(MPIX_ROCM_AWARE_SUPPORT)
+  return MPIX_Query_rocm_support() == 1;
+#else
+  return false;  // no GPU backend, or a library that cannot say: stage through host memory
+#endif
+}
+
+mpi_communicator::mpi_communicator(MPI_Comm comm, std::chrono::milliseconds timeout)
+  : timeout_(timeout), device_memory_(library_moves_device_memory())
 {
   int initialised = 0;
   MPI_Initialized(&initialised);
@@ -119,6 +138,25 @@ void mpi_communicator::fail(std::string const& what, int failed_rank, std::vecto
                           failed_rank);
 }
 
+void mpi_communicator::raise_if_announced(char const* what)
+{
+  require_usable();
+  std::vector<MPI_Request> none;
+  raise_if_announced(what, none);
+}
+
+void mpi_communicator::raise_if_announced(char const* what, std::vector<MPI_Request>& waiting)
+{
+  int announced = 0;
+  MPI_Status status;
+  check(MPI_Iprobe(MPI_ANY_SOURCE, failure_tag, comm_, &announced, &status), "MPI_Iprobe");
+  if (announced == 0) { return; }
+  std::vector<char> text(failure_text + 1, '\0');
+  MPI_Recv(text.data(), failure_text, MPI_CHAR, status.MPI_SOURCE, failure_tag, comm_, MPI_STATUS_IGNORE);
+  fail(std::string{what} + " stopped: rank " + std::to_string(status.MPI_SOURCE) + " failed: " + text.data(),
+       status.MPI_SOURCE, waiting);
+}
+
 void mpi_communicator::wait(std::vector<MPI_Request>& requests, char const* what)
 {
   auto const start = std::chrono::steady_clock::now();
@@ -127,15 +165,7 @@ void mpi_communicator::wait(std::vector<MPI_Request>& requests, char const* what
     check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
     if (done != 0) { return; }
 
-    int announced = 0;
-    MPI_Status status;
-    check(MPI_Iprobe(MPI_ANY_SOURCE, failure_tag, comm_, &announced, &status), "MPI_Iprobe");
-    if (announced != 0) {
-      std::vector<char> text(failure_text + 1, '\0');
-      MPI_Recv(text.data(), failure_text, MPI_CHAR, status.MPI_SOURCE, failure_tag, comm_, MPI_STATUS_IGNORE);
-      fail(std::string{what} + " stopped: rank " + std::to_string(status.MPI_SOURCE) + " failed: " + text.data(),
-           status.MPI_SOURCE, requests);
-    }
+    raise_if_announced(what, requests);
     if (std::chrono::steady_clock::now() - start > timeout_) {
       fail(std::string{what} + " made no progress for " + std::to_string(timeout_.count()) +
              " ms: a peer stopped without saying why, or the ranks called in different orders",

@@ -175,9 +175,8 @@ gradient_of<T> slab_gradient(S const& s, st::grid<T> const& g, std::size_t steps
 /// whole grid, bit for bit.
 template <class S, class T = typename S::value_type>
 void check_slabs(S const& s, st::grid<T> const& g, std::size_t steps, std::vector<int> const& lengths, double lo,
-                 double hi)
+                 double hi, std::shared_ptr<dist::communicator> comm = world())
 {
-  auto const comm = world();
   std::vector<T> const u0 = random_state<T>(g.cells() * S::fields, 20261124u + unsigned(g.cells()), lo, hi);
   gradient_of<T> const whole = reference_gradient(s, g, steps, u0);
   st::slab const mine = st::slab::of(g.extent(S::dims - 1), comm->size(), comm->rank());
@@ -233,6 +232,17 @@ TEST(Slabs, ScatterAdjointIn2dWithSkewedTapsOnAFixedGrid)
   if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   advection_2d<float> const s{0.2f, 0.1f};
   check_slabs(s, st::grid<float>{19, 19, 1, st::boundary::fixed, -0.5f}, 5, {2}, -1.0, 1.0);
+}
+
+TEST(Slabs, ACommunicatorOfDeviceMemoryGivesTheSameBits)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  // MPI told that it moves device memory (the emulated device's is host memory, which it does): a
+  // device runner hands it the state's faces and the planes its kernels read, without staging.
+  auto const direct = std::make_shared<recording_ranks>(world(), true);
+  allen_cahn_2d<float> const s{{0.1f, 0.2f}};
+  check_slabs(s, st::grid<float>{23, 29, 1}, 7, {1, 3}, -1.0, 1.0, direct);
+  EXPECT_FALSE(direct->sent.empty());
 }
 
 TEST(Slabs, TwoFieldsIn3d)

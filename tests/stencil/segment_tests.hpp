@@ -164,11 +164,12 @@ TEST(StencilSegments, TwoFieldsIn3dGiveTheBitsOfOneStepSegments)
   check_every_length(s, st::grid<float>{8, 11, 6, st::boundary::fixed, 0.0f}, 3, {3}, 0.0, 1.0);
 }
 
-/// One rank's slab (the whole grid, its ghost planes exchanged with itself) against the uncut grid.
+/// One rank's slab (the whole grid, its ghost planes exchanged with itself through `one`, by
+/// default the one-rank communicator) against the uncut grid.
 template <class S, class T = typename S::value_type>
-void check_one_rank_slab(S const& s, st::grid<T> const& g, std::size_t steps, int k)
+void check_one_rank_slab(S const& s, st::grid<T> const& g, std::size_t steps, int k,
+                         std::shared_ptr<distributed::communicator> one = std::make_shared<distributed::single_rank>())
 {
-  auto const one = std::make_shared<distributed::single_rank>();
   st::segment_request request;
   request.k = k;
   request.tile = test_tile(S::dims);
@@ -222,6 +223,49 @@ void check_finite_differences(S const& s, st::grid<double> const& g, std::size_t
   double ad = 0;
   for (std::size_t i = 0; i < values; ++i) { ad += r.gradient[i] * v[i]; }
   EXPECT_NEAR(ad, fd, 1e-6 * std::max(1.0, std::abs(fd)));
+}
+
+TEST(StencilSegments, ACommunicatorOfDeviceMemoryGetsTheStateItselfAndTheSameBits)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  // A communicator that exchanges device memory (a CUDA-aware MPI, NCCL) is handed the state's
+  // faces where they lie and the planes the kernels read; the bits stay those of the uncut grid.
+  auto const direct = std::make_shared<recording_ranks>(std::make_shared<distributed::single_rank>(), true);
+  check_one_rank_slab(allen_cahn_2d<float>{{0.1f, 0.2f}}, st::grid<float>{17, 23, 1}, 7, 3, direct);
+  check_one_rank_slab(gray_scott_3d<float>{0.1f, 0.05f, 0.04f, 0.06f}, st::grid<float>{5, 6, 9}, 4, 2, direct);
+  ASSERT_FALSE(direct->sent.empty());
+#if defined(TAPEFLOW_TEST_ON_GPU)
+  // The routes themselves: sends from the device state and receives into the planes the kernels
+  // read, or both through host memory.
+  using T = float;
+  st::grid<T> const g{6, 8, 1};
+  st::slab const whole = st::slab::of(8, 1, 0);
+  std::vector<T> const values = random_state<T>(g.cells(), 3u, -1.0, 1.0);
+  device_buffer state(target, values.size() * sizeof(T), {});
+  state.upload(values.data(), state.size(), {});
+  auto const inside_state = [&](void const* p) {
+    auto const* at = static_cast<T const*>(p);
+    return at >= state.data_as<T>() && at < state.data_as<T>() + values.size();
+  };
+  for (bool device_memory : {true, false}) {
+    SCOPED_TRACE(device_memory ? "device memory" : "staged");
+    auto const ranks = std::make_shared<recording_ranks>(std::make_shared<distributed::single_rank>(), device_memory);
+    st::device_ghosts<T> ghosts(ranks, whole, g, 2, 1, 2);
+    EXPECT_EQ(ghosts.direct(), device_memory);
+    st::ghost_planes<T> const got = ghosts.fill(state.data_as<T>(), 2, {});
+    ASSERT_EQ(ranks->sent.size(), 2u);
+    ASSERT_EQ(ranks->received.size(), 2u);
+    for (void const* sent : ranks->sent) { EXPECT_EQ(inside_state(sent), device_memory); }
+    EXPECT_EQ(ranks->received[0] == got.values, device_memory) << "received where the kernels read";
+    // Periodic, one rank: the planes below its first are its last two, those above its first two.
+    std::vector<T> planes(4 * g.nx);
+    TAPEFLOW_CUDA_TRY(cudaMemcpy(planes.data(), got.values, planes.size() * sizeof(T), cudaMemcpyDeviceToHost));
+    std::vector<T> const want_below(values.end() - 2 * static_cast<std::ptrdiff_t>(g.nx), values.end());
+    std::vector<T> const want_above(values.begin(), values.begin() + 2 * static_cast<std::ptrdiff_t>(g.nx));
+    EXPECT_EQ(std::vector<T>(planes.begin(), planes.begin() + 2 * static_cast<std::ptrdiff_t>(g.nx)), want_below);
+    EXPECT_EQ(std::vector<T>(planes.begin() + 2 * static_cast<std::ptrdiff_t>(g.nx), planes.end()), want_above);
+  }
+#endif
 }
 
 TEST(StencilSegments, GradientIsTheDerivativeByFiniteDifferencesInDouble)

@@ -74,6 +74,12 @@ class communicator {
   /// that is not pending, distributed_error as allgather.
   virtual void finish_exchange(exchange_ticket ticket) = 0;
 
+  /// Whether an exchange's buffers may also lie in device memory of this build's GPU backend (an
+  /// MPI library that reports CUDA or ROCm support, NCCL): device data then goes straight from and
+  /// into device memory, its sender having waited for the work that wrote it. False: buffers are
+  /// host memory, and device data is staged through pinned host memory by its owner.
+  [[nodiscard]] virtual bool exchanges_device_memory() const noexcept { return false; }
+
   /// start_exchange, then finish_exchange.
   void exchange(std::vector<outgoing> const& sends, std::vector<incoming> const& receives)
   {

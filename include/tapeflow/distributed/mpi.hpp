@@ -5,7 +5,8 @@
 // application's, and returns MPI's errors instead of aborting on them.
 //
 // Every wait polls: a failure announced by any rank (announce_failure) or a peer silent for the
-// timeout raises distributed_error instead of hanging. Buffers are host memory: device data is
+// timeout raises distributed_error instead of hanging. Buffers are host memory, or device memory
+// where the library says it moves it (a CUDA- or ROCm-aware build); otherwise device data is
 // staged through host memory by the caller (docs/distributed.md).
 #pragma once
 
@@ -26,7 +27,14 @@ class mpi_communicator final : public communicator {
   /// (seconds, > 0) says otherwise: 300 s.
   [[nodiscard]] static std::chrono::milliseconds default_timeout();
 
-  /// Collective over `comm`: duplicates it. Throws logic_error when MPI is not initialised or a
+  /// Whether the MPI library moves device memory of this build's GPU backend, as it reports at
+  /// run time (Open MPI's MPIX_Query_cuda_support / MPIX_Query_rocm_support; false for a library
+  /// that cannot say, and in a build without a GPU backend), unless the environment's
+  /// TAPEFLOW_MPI_DEVICE_MEMORY is 0.
+  [[nodiscard]] static bool library_moves_device_memory();
+
+  /// Collective over `comm`: duplicates it. Its exchanges take device memory where
+  /// library_moves_device_memory() says so. Throws logic_error when MPI is not initialised or a
   /// timeout is not positive, distributed_error when MPI fails.
   explicit mpi_communicator(MPI_Comm comm = MPI_COMM_WORLD, std::chrono::milliseconds timeout = default_timeout());
   /// Gives back the requests of exchanges never finished, and frees the duplicate (unless MPI was
@@ -40,6 +48,14 @@ class mpi_communicator final : public communicator {
                                                std::vector<incoming> const& receives) override;
   void finish_exchange(exchange_ticket ticket) override;
   void announce_failure(std::string const& what) noexcept override;
+  [[nodiscard]] bool exchanges_device_memory() const noexcept override { return device_memory_; }
+
+  /// Throws distributed_error, naming `what` and the failed rank, when a rank has announced a
+  /// failure (a waiting loop of another transport calls it between polls; nccl.hpp); returns
+  /// otherwise.
+  void raise_if_announced(char const* what);
+  /// How long a wait may last without progress.
+  [[nodiscard]] std::chrono::milliseconds timeout() const noexcept { return timeout_; }
 
   /// The duplicate tapeflow talks on.
   [[nodiscard]] MPI_Comm native() const noexcept { return comm_; }
@@ -50,6 +66,7 @@ class mpi_communicator final : public communicator {
   void check(int status, char const* call);
   void require_usable() const;
   void wait(std::vector<MPI_Request>& requests, char const* what);
+  void raise_if_announced(char const* what, std::vector<MPI_Request>& waiting);
   [[noreturn]] void fail(std::string const& what, int failed_rank, std::vector<MPI_Request>& waiting);
   void give_back_pending() noexcept;
 
@@ -59,6 +76,7 @@ class mpi_communicator final : public communicator {
   int rank_{0};
   int size_{1};
   std::chrono::milliseconds timeout_;
+  bool device_memory_{false};
   bool broken_{false};
   std::string broken_because_;
 };

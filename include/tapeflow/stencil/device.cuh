@@ -97,29 +97,40 @@ __global__ void record_kernel(T const* __restrict__ in, T* __restrict__ taped, s
 
 }  // namespace detail
 
-/// Ghost planes of a device state over ranks: its faces copied to pinned host memory, exchanged
-/// (ghost_exchange, host memory: Debian's MPI is not CUDA-aware), and the neighbours' planes copied
-/// to device memory for the kernels, ordered on the call's stream. start() returns once the faces
-/// are on the host and their messages posted, so kernels launched next overlap the exchange.
+/// Ghost planes of a device state over ranks, ordered on the call's stream. Where the communicator
+/// exchanges device memory (a CUDA- or ROCm-aware MPI, NCCL), the state's faces go straight from
+/// the state and the neighbours' planes straight into device memory. Otherwise the faces are
+/// copied to pinned host memory, exchanged there (Debian's MPI is not CUDA-aware), and the
+/// neighbours' planes copied to device memory. start() returns once the faces' messages are
+/// posted, so kernels launched next overlap the exchange.
 template <class T>
 class device_ghosts {
  public:
   device_ghosts(std::shared_ptr<distributed::communicator> comm, slab s, grid<T> const& whole, int dims, int fields,
                 int depth)
-    : exchange_(std::move(comm), s, whole, dims, fields, depth), faces_(gpu_backend, exchange_.values(depth) * sizeof(T)),
-      capacity_(exchange_.values(depth))
+    : direct_(comm != nullptr && comm->exchanges_device_memory()),
+      exchange_(std::move(comm), s, whole, dims, fields, depth), capacity_(exchange_.values(depth))
   {
+    if (!direct_) { faces_.emplace(gpu_backend, capacity_ * sizeof(T)); }
   }
 
   [[nodiscard]] slab_view<T> view() const noexcept { return exchange_.view(); }
+  /// Whether the planes go straight between device memories (the communicator's choice).
+  [[nodiscard]] bool direct() const noexcept { return direct_; }
 
-  /// Collective: copies the faces of the device state `state` (`depth` planes) to the host once
-  /// the work before on `s` has written them, and starts exchanging them.
+  /// Collective: starts exchanging the faces (`depth` planes) of the device state `state` once the
+  /// work before on `s` has written them.
   void start(T const* state, int depth, stream_view s)
   {
+    if (!planes_) { planes_.emplace(gpu_backend, capacity_ * sizeof(T), s); }
+    if (direct_) {
+      TAPEFLOW_CUDA_TRY(cudaStreamSynchronize(to_native(s)));  // the faces are written, the planes allocated
+      exchange_.start_into(state, depth, planes_->template data_as<T>());
+      return;
+    }
     std::size_t const run = static_cast<std::size_t>(depth) * exchange_.plane();
     std::size_t const extent = exchange_.where().extent;
-    auto* const faces = static_cast<T*>(faces_.data());
+    auto* const faces = static_cast<T*>(faces_->data());
     for (int f = 0; f < exchange_.fields() && depth > 0; ++f) {
       T const* const field = state + static_cast<std::size_t>(f) * exchange_.field_values();
       T const* const last = field + (extent - static_cast<std::size_t>(depth)) * exchange_.plane();
@@ -136,13 +147,14 @@ class device_ghosts {
   /// the work launched on `s` since start()).
   [[nodiscard]] ghost_planes<T> finish(stream_view s)
   {
-    ghost_planes<T> const host = exchange_.finish();
-    if (host.depth == 0) { return {0, nullptr}; }
-    if (!planes_) { planes_.emplace(gpu_backend, capacity_ * sizeof(T), s); }
-    // From pageable memory the copy returns once its source is read: the exchange may reuse it.
-    TAPEFLOW_CUDA_TRY(cudaMemcpyAsync(planes_->data(), host.values, exchange_.values(host.depth) * sizeof(T),
-                                      cudaMemcpyHostToDevice, to_native(s)));
-    return {host.depth, planes_->template data_as<T>()};
+    ghost_planes<T> const got = exchange_.finish();
+    if (got.depth == 0) { return {0, nullptr}; }
+    if (!direct_) {
+      // From pageable memory the copy returns once its source is read: the exchange may reuse it.
+      TAPEFLOW_CUDA_TRY(cudaMemcpyAsync(planes_->data(), got.values, exchange_.values(got.depth) * sizeof(T),
+                                        cudaMemcpyHostToDevice, to_native(s)));
+    }
+    return {got.depth, planes_->template data_as<T>()};
   }
 
   /// start(), then finish().
@@ -153,10 +165,11 @@ class device_ghosts {
   }
 
  private:
+  bool direct_;
   ghost_exchange<T> exchange_;
-  pinned_buffer faces_;
   std::size_t capacity_;
-  std::optional<device_buffer> planes_;  // allocated on the first call's stream
+  std::optional<pinned_buffer> faces_;   // staged: the state's faces on the host
+  std::optional<device_buffer> planes_;  // the ghost planes the kernels read, allocated on the first call's stream
 };
 
 /// Runs the tile program of stencil S on the GPU of this build (segment_step's Runner).

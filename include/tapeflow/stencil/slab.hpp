@@ -106,8 +106,9 @@ template <class S>
   return p;
 }
 
-/// Fills ghost planes from the neighbours: host memory on both sides (a device state is staged by
-/// its runner). Collective over the ranks of the communicator; messages in a fixed order.
+/// Fills ghost planes from the neighbours: host memory on both sides, or device memory where the
+/// communicator exchanges it (a device state's runner stages it otherwise). Collective over the
+/// ranks of the communicator; messages in a fixed order.
 template <class T>
 class ghost_exchange {
  public:
@@ -129,7 +130,6 @@ class ghost_exchange {
                      "a segment reads " + std::to_string(depth) + " planes beyond a slab's faces, but the thinnest of " +
                        std::to_string(s.ranks) + " slabs holds " + std::to_string(s.thinnest()) +
                        ": ask for shorter segments or fewer ranks");
-    planes_.resize(values(depth));
   }
 
   [[nodiscard]] slab const& where() const noexcept { return slab_; }
@@ -142,13 +142,18 @@ class ghost_exchange {
   }
 
   /// Collective: starts receiving the `depth` planes beyond each face of `state` (this rank's
-  /// fields x extent planes, host memory) from the neighbours, and sending them this rank's faces;
-  /// finish() waits for them. `state` must not change until then. Planes beyond a fixed grid's
-  /// edge are not sent (the tile program never reads them). Throws logic_error for a depth past
-  /// the one it was made for or an exchange already started, distributed_error as the communicator.
-  void start(T const* state, int depth, stream_view = {})
+  /// fields x extent planes, host memory) from the neighbours into host memory this exchange owns,
+  /// and sending them this rank's faces; finish() waits for them. `state` must not change until
+  /// then. Planes beyond a fixed grid's edge are not sent (the tile program never reads them).
+  /// Throws logic_error for a depth past the one it was made for or an exchange already started,
+  /// distributed_error as the communicator.
+  void start(T const* state, int depth, stream_view = {}) { start_into(state, depth, nullptr); }
+
+  /// The same, receiving `into` (values(depth) values; null: this exchange's host memory): host
+  /// memory both, or device memory both where the communicator exchanges it.
+  void start_into(T const* state, int depth, T* into)
   {
-    post(depth, [&](int f, int side) {
+    post(depth, into, [&](int f, int side) {
       T const* const field = state + static_cast<std::size_t>(f) * cells_;
       return side == 0 ? field : field + (slab_.extent - static_cast<std::size_t>(depth)) * plane_;
     });
@@ -159,21 +164,21 @@ class ghost_exchange {
   /// are laid out, and must stay until finish().
   void start_from_faces(T const* faces, int depth)
   {
-    post(depth, [&](int f, int side) { return faces + offset(f, side, depth); });
+    post(depth, nullptr, [&](int f, int side) { return faces + offset(f, side, depth); });
   }
 
-  /// Collective: waits for the started exchange; its ghost planes, in storage this exchange owns
-  /// until its next start. Throws logic_error when none was started, distributed_error as the
+  /// Collective: waits for the started exchange; its ghost planes, where it received them (valid
+  /// until the next start). Throws logic_error when none was started, distributed_error as the
   /// communicator.
   [[nodiscard]] ghost_planes<T> finish(stream_view = {})
   {
     TAPEFLOW_EXPECTS(started_, "a ghost exchange finishes only what it started");
     started_ = false;
     if (ticket_) { comm_->finish_exchange(*std::exchange(ticket_, std::nullopt)); }
-    return {depth_started_, planes_.data()};
+    return {depth_started_, into_};
   }
 
-  /// start(), then finish().
+  /// start(), then finish(): the ghost planes in host memory this exchange owns.
   [[nodiscard]] ghost_planes<T> fill(T const* state, int depth, stream_view s = {})
   {
     start(state, depth, s);
@@ -207,13 +212,18 @@ class ghost_exchange {
   /// Starts sending face(f, side) — `depth` planes of field f, its first (side 0) or last (side 1)
   /// — to the neighbour across that face, and receiving the neighbours' into the ghost planes.
   template <class Face>
-  void post(int depth, Face&& face)
+  void post(int depth, T* into, Face&& face)
   {
     TAPEFLOW_EXPECTS(depth >= 0 && depth <= depth_, "asked for " + std::to_string(depth) +
                                                       " ghost planes; the exchange was made for " + std::to_string(depth_));
     TAPEFLOW_EXPECTS(!started_, "a ghost exchange was started twice: finish() the first");
+    if (into == nullptr) {
+      if (owned_.empty()) { owned_.resize(values(depth_)); }
+      into = owned_.data();
+    }
     started_ = true;
     depth_started_ = depth;
+    into_ = into;
     if (depth == 0) { return; }
     int const below = neighbour(-1);
     int const above = neighbour(+1);
@@ -223,11 +233,11 @@ class ghost_exchange {
     for (int f = 0; f < fields_; ++f) {
       // Tag 2f: planes that become the receiver's ghosts below its lower face; 2f + 1: above.
       if (below >= 0) {
-        receives.push_back({below, 2 * f, planes_.data() + offset(f, 0, depth), bytes});
+        receives.push_back({below, 2 * f, into_ + offset(f, 0, depth), bytes});
         sends.push_back({below, 2 * f + 1, face(f, 0), bytes});
       }
       if (above >= 0) {
-        receives.push_back({above, 2 * f + 1, planes_.data() + offset(f, 1, depth), bytes});
+        receives.push_back({above, 2 * f + 1, into_ + offset(f, 1, depth), bytes});
         sends.push_back({above, 2 * f, face(f, 1), bytes});
       }
     }
@@ -241,7 +251,8 @@ class ghost_exchange {
   int depth_;
   std::size_t plane_;
   std::size_t cells_;
-  std::vector<T> planes_;
+  std::vector<T> owned_;  // ghost planes received in host memory, where start() was given no `into`
+  T* into_{nullptr};      // where the started exchange receives
   bool started_{false};
   int depth_started_{0};
   std::optional<distributed::exchange_ticket> ticket_;  // none for an exchange of no planes

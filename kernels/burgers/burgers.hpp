@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The Burgers workload: viscous Burgers' equation on a periodic line of n cells, T explicit steps,
 // L = 0.5 * sum(u_T^2), gradient dL/du_0 through tapeflow's tape. A stencil whose reverse needs
-// its neighbours' values: the tape holds each value once and the reverse reads the neighbours
-// through a halo of one record on each side of its tile. See docs/workloads/burgers.md.
-//
-// CPU backend only for now: the GPU reverse needs the device tile pipeline to stage halos, which
-// it does not yet (docs/guide.md, "Stencils"); a GPU backend is an unavailable_error.
+// its neighbours' values: on the CPU backend's one-step chain the tape holds each value once and
+// the reverse reads the neighbours through a halo of one record on each side of its tile; on a
+// GPU, and in segments (--segment K) on either, it runs on the stencil library
+// (docs/stencils.md), whose tile program recomputes the halo on chip. See docs/workloads/burgers.md.
 #pragma once
 
 #include <tapeflow/workloads/burgers/math.hpp>

@@ -19,6 +19,10 @@
 // are never swapped in: the executor frees its buffers on its stream, while the caller's stream
 // may still use the caller's. Tape memory (layers, ring slots, checkpoints, scratch, the
 // parameter adjoint) comes from the first forward and reverse and stays: later ones allocate nothing.
+//
+// One file of over 400 lines: one class, the interpreter of every action, whose members (the
+// working buffers, the tape, the host ring, the checkpoints) each action reads and writes; split,
+// every part would reach into the others.
 #pragma once
 
 #include <tapeflow/chain_options.hpp>

@@ -49,6 +49,36 @@ void single_rank::finish_exchange(exchange_ticket ticket)
   pending_.erase(at);
 }
 
+namespace {
+
+/// Every rank's `values` (checked to be the same length everywhere), rank after rank.
+template <class T>
+std::vector<T> gather_vectors(communicator& comm, std::vector<T> const& values)
+{
+  std::size_t const n = values.size();
+  std::vector<std::size_t> const lengths = gather_all(comm, n);
+  bool const same = std::all_of(lengths.begin(), lengths.end(), [&](std::size_t l) { return l == lengths[0]; });
+  TAPEFLOW_EXPECTS(same, "ranks reduce lists of different lengths (rank 0: " + std::to_string(lengths[0]) +
+                           ", this rank: " + std::to_string(n) + ")");
+  std::vector<T> all(n * static_cast<std::size_t>(comm.size()));
+  if (n != 0) { comm.allgather(values.data(), all.data(), n * sizeof(T)); }
+  return all;
+}
+
+template <class T>
+void sum_vectors_in_rank_order(communicator& comm, std::vector<T>& values)
+{
+  std::vector<T> const all = gather_vectors(comm, values);
+  std::size_t const n = values.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (std::size_t r = 0; r < static_cast<std::size_t>(comm.size()); ++r) { sum += static_cast<double>(all[r * n + i]); }
+    values[i] = static_cast<T>(sum);
+  }
+}
+
+}  // namespace
+
 std::size_t min_over_ranks(communicator& comm, std::size_t value)
 {
   std::vector<std::size_t> const all = gather_all(comm, value);
@@ -63,14 +93,8 @@ double max_over_ranks(communicator& comm, double value)
 
 void max_over_ranks(communicator& comm, std::vector<double>& values)
 {
+  std::vector<double> const all = gather_vectors(comm, values);
   std::size_t const n = values.size();
-  std::vector<std::size_t> const lengths = gather_all(comm, n);
-  bool const same = std::all_of(lengths.begin(), lengths.end(), [&](std::size_t l) { return l == lengths[0]; });
-  TAPEFLOW_EXPECTS(same, "ranks reduce lists of different lengths (rank 0: " + std::to_string(lengths[0]) +
-                           ", this rank: " + std::to_string(n) + ")");
-  if (n == 0) { return; }
-  std::vector<double> all(n * static_cast<std::size_t>(comm.size()));
-  comm.allgather(values.data(), all.data(), n * sizeof(double));
   std::copy(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), values.begin());
   for (std::size_t r = 1; r < static_cast<std::size_t>(comm.size()); ++r) {
     for (std::size_t i = 0; i < n; ++i) { values[i] = std::max(values[i], all[r * n + i]); }
@@ -83,6 +107,9 @@ double sum_in_rank_order(communicator& comm, double value)
   for (double const v : gather_all(comm, value)) { sum += v; }
   return sum;
 }
+
+void sum_in_rank_order(communicator& comm, std::vector<double>& values) { sum_vectors_in_rank_order(comm, values); }
+void sum_in_rank_order(communicator& comm, std::vector<float>& values) { sum_vectors_in_rank_order(comm, values); }
 
 void require_same(communicator& comm, std::uint64_t fingerprint, std::string const& what)
 {

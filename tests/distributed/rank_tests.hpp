@@ -69,9 +69,20 @@ TEST(Communicator, GathersInRankOrderAndSumsInRankOrder)
   double expected = 0;
   for (int r = 0; r < p; ++r) { expected += r == 0 ? 1e16 : 1.0; }
   EXPECT_EQ(dist::sum_in_rank_order(*comm, mine), expected);
+  // Element-wise: the first element as above, the second each rank's index; in float too.
+  std::vector<double> values{mine, double(comm->rank())};
+  dist::sum_in_rank_order(*comm, values);
+  EXPECT_EQ(values, (std::vector<double>{expected, 0.5 * p * (p - 1)}));
+  std::vector<float> floats{static_cast<float>(comm->rank()) + 0.5f};
+  dist::sum_in_rank_order(*comm, floats);
+  EXPECT_EQ(floats[0], 0.5f * static_cast<float>(p * p));
+  std::vector<double> highest{0.5 * comm->rank(), -1.0 * comm->rank()};
+  dist::max_over_ranks(*comm, highest);
+  EXPECT_EQ(highest, (std::vector<double>{0.5 * (p - 1), 0.0})) << "rank 0's values count too";
   if (p > 1) {
     std::vector<double> uneven(std::size_t(comm->rank()), 1.0);  // rank r holds r values
     EXPECT_THROW(dist::max_over_ranks(*comm, uneven), logic_error) << "lists of different lengths, on every rank";
+    EXPECT_THROW(dist::sum_in_rank_order(*comm, uneven), logic_error) << "the same, summed";
   }
 }
 
@@ -332,6 +343,32 @@ TEST(Slabs, CoefficientsGiveTheBitsOfTheWholeGridInBothAdjointForms)
     check_slab_rates(logistic_1d_gather<double>{{0.2, 6}}, g, 8);
     check_slab_rates(logistic_1d_scatter<double>{{0.2, 6}}, g, 8);
   }
+}
+
+TEST(Slabs, AParameterEveryRankHoldsHasItsAdjointSummedInRankOrder)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  // One rate θ for every cell of a logistic line, held by every rank: dL/dθ is Σ dL/dc over the
+  // cells. Each rank adds its own cells' part in cell order; sum_in_rank_order adds the parts.
+  auto const comm = world();
+  logistic_1d_gather<double> const s{{0.2, 6}};
+  st::grid<double> const g{37, 1, 1};
+  std::vector<double> const u0 = random_state<double>(g.cells(), 33u, 0.1, 0.9);
+  std::vector<double> const theta(g.cells(), 0.7);
+  auto const dl_dtheta = [&] {
+    rates_run const r = run_rates(s, g, 8, 3, tape_policy::recompute, u0, theta, comm);
+    std::vector<double> mine{0.0};
+    for (double d : r.dc) { mine[0] += d; }
+    dist::sum_in_rank_order(*comm, mine);
+    return mine[0];
+  };
+  double const first = dl_dtheta();
+  EXPECT_EQ(dl_dtheta(), first) << "the same run gives the same bits";
+  rates_run const whole = run_rates(s, g, 8, 3, tape_policy::store, u0, theta, nullptr);
+  double one = 0;
+  for (double d : whole.dc) { one += d; }
+  EXPECT_NE(one, 0.0);
+  EXPECT_NEAR(first, one, 1e-13 * std::abs(one)) << "one process adds the cells in another order";
 }
 
 TEST(Slabs, ASegmentDeeperThanTheThinnestSlabIsRefusedOnEveryRank)

@@ -134,6 +134,15 @@ void max_over_ranks(communicator& comm, std::vector<double>& values);
 /// bits do not depend on how messages arrive (MPI's reductions promise no order).
 [[nodiscard]] double sum_in_rank_order(communicator& comm, double value);
 
+/// Collective: `values` (the same length on every rank, else logic_error on every rank) replaced by
+/// their element-wise sum over the ranks, each added in rank order from rank 0 in double: the
+/// adjoint of parameters every rank holds, each rank's chain having added its own cells' part of
+/// it. The same run gives the same bits every time.
+void sum_in_rank_order(communicator& comm, std::vector<double>& values);
+
+/// The same for float values (summed in double, then rounded once).
+void sum_in_rank_order(communicator& comm, std::vector<float>& values);
+
 /// Collective: throws distributed_error on every rank unless every rank passed the same
 /// `fingerprint`; the message names `what` and the ranks that differ from rank 0.
 void require_same(communicator& comm, std::uint64_t fingerprint, std::string const& what);

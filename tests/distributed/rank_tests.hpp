@@ -410,13 +410,19 @@ TEST(Workloads, TheWaveOverRanksGivesTheOneProcessLossAndGradient)
     one.poison = true;
     one.policy = tape_policy::store;
     wv::gradient_result<float> const want = wv::gradient(p, in[0], in[1], one);  // one process, one step a layer
-    for (int k : {1, 2}) {
+    auto const ranks = world();
+    // Every policy at each segment length; auto within two of this rank's layers (a state of two
+    // fields on the widest slab), unequal over the ranks: the least counts.
+    std::size_t const layer = rank_layer_bytes(st::grid<float>{p.nx, p.ny, p.nz}, p.nz > 1 ? 3 : 2, 2, ranks->size());
+    for (auto const& [k, policy] : {std::pair{1, tape_policy::store}, std::pair{1, tape_policy::offload},
+                                   std::pair{2, tape_policy::recompute}, std::pair{2, tape_policy::automatic}}) {
       wv::options o = one;
       o.segment = k;
-      o.ranks = world();
-      o.policy = k == 1 ? tape_policy::store : tape_policy::recompute;
-      SCOPED_TRACE("segment " + std::to_string(k) + " on rank " + std::to_string(o.ranks->rank()) + " of " +
-                   std::to_string(o.ranks->size()));
+      o.ranks = ranks;
+      o.policy = policy;
+      o.budget_bytes = policy == tape_policy::automatic ? (2 + std::size_t(ranks->rank())) * layer : 0;
+      SCOPED_TRACE("segment " + std::to_string(k) + ", policy " + std::string(to_string(policy)) + " on rank " +
+                   std::to_string(o.ranks->rank()) + " of " + std::to_string(o.ranks->size()));
       wv::gradient_result<float> const got = wv::gradient(p, in[0], in[1], o);
       EXPECT_EQ(got.loss, want.loss);
       if (on_gpu && !emulated) {

@@ -97,9 +97,34 @@ mpi_communicator::~mpi_communicator()
 {
   int finalised = 0;
   MPI_Finalized(&finalised);
-  if (finalised != 0) { return; }
+  if (finalised != 0 || comm_ == MPI_COMM_NULL) { return; }
   give_back_pending();
-  if (comm_ != MPI_COMM_NULL) { MPI_Comm_free(&comm_); }
+  // After a failure a peer's message may still be on its way, and MPICH refuses to free a
+  // communicator that will receive one (a fatal error): the broken duplicate is left to
+  // MPI_Finalize. The run cannot go on with it anyway.
+  if (broken_) { return; }
+  discard_unmatched();
+  MPI_Comm_free(&comm_);
+}
+
+void mpi_communicator::discard_unmatched() noexcept
+{
+  // A peer's failure this rank never waited to hear of leaves its announcement (and perhaps a
+  // cancelled exchange's send) unmatched. MPICH refuses to free a communicator that holds any (a
+  // fatal error), so receive and drop them first. Only tapeflow talks on this duplicate.
+  std::vector<char> scratch;
+  for (;;) {
+    int arrived = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &arrived, &status) != MPI_SUCCESS || arrived == 0) { return; }
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    scratch.resize(static_cast<std::size_t>(std::max(bytes, 1)));
+    if (MPI_Recv(scratch.data(), bytes, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, comm_, MPI_STATUS_IGNORE) !=
+        MPI_SUCCESS) {
+      return;
+    }
+  }
 }
 
 void mpi_communicator::give_back_pending() noexcept

@@ -37,8 +37,9 @@ class mpi_communicator final : public communicator {
   /// library_moves_device_memory() says so. Throws logic_error when MPI is not initialised or a
   /// timeout is not positive, distributed_error when MPI fails.
   explicit mpi_communicator(MPI_Comm comm = MPI_COMM_WORLD, std::chrono::milliseconds timeout = default_timeout());
-  /// Gives back the requests of exchanges never finished, and frees the duplicate (unless MPI was
-  /// finalised first).
+  /// Gives back the requests of exchanges never finished, receives and drops messages nothing will
+  /// receive, and frees the duplicate (unless MPI was finalised first, or a distributed error
+  /// broke it: then MPI_Finalize frees it, since a peer's message may still be on its way).
   ~mpi_communicator() override;
 
   [[nodiscard]] int rank() const noexcept override { return rank_; }
@@ -69,6 +70,7 @@ class mpi_communicator final : public communicator {
   void raise_if_announced(char const* what, std::vector<MPI_Request>& waiting);
   [[noreturn]] void fail(std::string const& what, int failed_rank, std::vector<MPI_Request>& waiting);
   void give_back_pending() noexcept;
+  void discard_unmatched() noexcept;
 
   MPI_Comm comm_{MPI_COMM_NULL};
   std::map<exchange_ticket, std::vector<MPI_Request>> pending_;  // posted, not finished

@@ -15,6 +15,10 @@
 #             racecheck and synccheck over the tile pipelines, the tiers (the chains' policies and
 #             streams, the host tier), the thread tape and every workload's kernels (RACE_FILTER,
 #             HOST_RACE_FILTER); eight processes at once (four tools, two binaries)
+#   mpi       the distributed tests on the GPU, ranks sharing it (a build with TAPEFLOW_MPI against
+#             PyPI's MPICH in .mpich, carried with it; docs/distributed.md): 1 to 4 ranks, then two
+#             ranks under memcheck (with leak check), initcheck, racecheck and synccheck; one rank
+#             through NCCL where the build has tapeflow::nccl
 #   cli       the README's main job on the GPU, its gradient compared with the CPU backend's; the
 #             packed LSTM on the GPU against torch.nn.LSTM (tests/torch/lstm_packed.py)
 #   profile   Nsight Compute counters and stall reasons of the kernels behind missed targets
@@ -143,6 +147,33 @@ stage_sanitize() {
   sanitize_one synccheck synccheck "$gpu_tests" "$race_filter" & pids+=($!)
   sanitize_one synccheck synccheck-host "$host_tests" "$host_race_filter" & pids+=($!)
   for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+  return $rc
+}
+
+stage_mpi() {
+  local gpu_mpi=$build/tests/tapeflow_gpu_mpi_tests nccl_tests=$build/tests/tapeflow_nccl_tests
+  local mpiexec=${MPIEXEC:-.mpich/bin/mpiexec} rc=0 ranks tool
+  if [ ! -x "$gpu_mpi" ] || [ ! -x "$mpiexec" ]; then
+    note "  needs $gpu_mpi and $mpiexec: build with -DTAPEFLOW_MPI=ON -DMPI_HOME=\$PWD/.mpich (docs/distributed.md)"
+    return 1
+  fi
+  for ranks in 1 2 3 4; do
+    "$mpiexec" -n "$ranks" "$gpu_mpi" --gtest_brief=1 >"$logs/mpi-ranks-$ranks.log" 2>&1 || rc=1
+    note "  $ranks rank(s) on one GPU: $(grep -cE '^\[  PASSED' "$logs/mpi-ranks-$ranks.log") of $ranks passed," \
+      "$(grep -cE '^\[  SKIPPED \] .*\([0-9]+ ms\)$' "$logs/mpi-ranks-$ranks.log") tests skipped"
+  done
+  for tool in memcheck initcheck racecheck synccheck; do
+    local extra=()
+    [ "$tool" = memcheck ] && extra=(--leak-check full)
+    timeout --signal=INT --kill-after=20 "${SANITIZE_TIMEOUT:-420}" "$mpiexec" -n 2 \
+      compute-sanitizer --tool "$tool" --error-exitcode 99 "${extra[@]}" "$gpu_mpi" --gtest_brief=1 \
+      >"$logs/mpi-sanitize-$tool.log" 2>&1 || rc=1
+    note "  2 ranks under $tool: $(grep -E '^========= (ERROR|RACECHECK) SUMMARY' "$logs/mpi-sanitize-$tool.log" | sort | uniq -c | tr -s ' \n' ' ')"
+  done
+  if [ -x "$nccl_tests" ]; then
+    "$mpiexec" -n 1 "$nccl_tests" >"$logs/mpi-nccl.log" 2>&1 || rc=1
+    note "  NCCL, one rank: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$logs/mpi-nccl.log" | tr -s ' \n' ' ')"
+  fi
   return $rc
 }
 

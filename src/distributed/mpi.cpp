@@ -71,10 +71,19 @@ bool mpi_communicator::library_moves_device_memory()
   if (char const* text = std::getenv("TAPEFLOW_MPI_DEVICE_MEMORY"); text != nullptr && std::string{text} == "0") {
     return false;
   }
-#if defined(TAPEFLOW_HAS_CUDA) && defined(MPIX_CUDA_AWARE_SUPPORT)
+#if defined(TAPEFLOW_HAS_CUDA) && defined(MPIX_CUDA_AWARE_SUPPORT)  // Open MPI
   return MPIX_Query_cuda_support() == 1;
 #elif defined(TAPEFLOW_HAS_HIP) && defined(MPIX_ROCM_AWARE_SUPPORT)
   return MPIX_Query_rocm_support() == 1;
+#elif (defined(TAPEFLOW_HAS_CUDA) && defined(MPIX_GPU_SUPPORT_CUDA)) || \
+  (defined(TAPEFLOW_HAS_HIP) && defined(MPIX_GPU_SUPPORT_HIP))  // MPICH 4 and later
+#if defined(TAPEFLOW_HAS_CUDA)
+  int const kind = MPIX_GPU_SUPPORT_CUDA;
+#else
+  int const kind = MPIX_GPU_SUPPORT_HIP;
+#endif
+  int supported = 0;
+  return MPIX_GPU_query_support(kind, &supported) == MPI_SUCCESS && supported != 0;
 #else
   return false;  // no GPU backend, or a library that cannot say: stage through host memory
 #endif

@@ -28,8 +28,9 @@ class mpi_communicator final : public communicator {
   [[nodiscard]] static std::chrono::milliseconds default_timeout();
 
   /// Whether the MPI library moves device memory of this build's GPU backend, as it reports at
-  /// run time (Open MPI's MPIX_Query_cuda_support / MPIX_Query_rocm_support; false for a library
-  /// that cannot say, and in a build without a GPU backend), unless the environment's
+  /// run time (Open MPI's MPIX_Query_cuda_support / MPIX_Query_rocm_support, MPICH's
+  /// MPIX_GPU_query_support; false for a library that cannot say, and in a build without a GPU
+  /// backend), unless the environment's
   /// TAPEFLOW_MPI_DEVICE_MEMORY is 0.
   [[nodiscard]] static bool library_moves_device_memory();
 

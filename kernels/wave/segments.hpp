@@ -79,6 +79,8 @@ struct segment_place {
   held_cells held;
   std::size_t state_values{0};  ///< the chain's state: the slab's padded over ranks
   bool records{true};           ///< whether the receivers' row is among the held cells
+  tapeflow::stencil::slab where{};  ///< over ranks, this rank's slab
+  std::size_t plane{0};             ///< cells of one plane across the cut axis
 
   /// The place of `plan`'s segments of S on the problem, under o.ranks when there are ranks.
   template <class S>
@@ -91,7 +93,9 @@ struct segment_place {
     std::size_t const row = S::dims == 2 ? g.receiver_y : g.receiver_z;  // along the cut axis
     return {{cut.where.offset * plane, cut.where.extent * plane},
             cut.padded,
-            row >= cut.where.offset && row < cut.where.offset + cut.where.extent};
+            row >= cut.where.offset && row < cut.where.offset + cut.where.extent,
+            cut.where,
+            plane};
   }
 };
 
@@ -162,8 +166,7 @@ template <class T, class Make, class Misfit>
     auto const place = segment_place<T>::template of<S>(p, o, plan);
     auto inner = std::make_unique<segment_session<T, S, Step, Misfit>>(p, o, plan, place, make, std::move(misfit));
     if (!o.ranks) { return inner; }
-    tapeflow::stencil::slab const where = tapeflow::stencil::cut_for<S>(grid_of<T>(p), plan, *o.ranks).where;
-    return std::make_unique<slab_session<T>>(std::move(inner), o.ranks, where, p.cells() / where.global,
+    return std::make_unique<slab_session<T>>(std::move(inner), o.ranks, place.where, place.plane,
                                              slab_layout{{0, 0}, {1}, {1}});
   });
 }

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,23 +84,37 @@ void nccl_communicator::allgather(void const* send, void* receive, std::size_t b
   ranks_->allgather(send, receive, bytes);
 }
 
-void nccl_communicator::settle(int result, char const* call)
+void nccl_communicator::wait_until(char const* what, std::function<bool()> const& done)
 {
   auto const start = std::chrono::steady_clock::now();
-  auto status = static_cast<ncclResult_t>(result);
-  for (int polls = 0; status == ncclInProgress; ++polls) {
+  for (int polls = 0; !done(); ++polls) {
+    ncclResult_t async = ncclSuccess;
+    if (nccl_->comm != nullptr) { ncclCommGetAsyncError(nccl_->comm, &async); }
+    if (async != ncclSuccess && async != ncclInProgress) {
+      fail(std::string{what} + " failed: " + ncclGetErrorString(async) + " (" + ncclGetLastError(nccl_->comm) + ")",
+           rank());
+    }
     try {
-      ranks_->raise_if_announced(call);
+      ranks_->raise_if_announced(what);
     } catch (distributed_error const& e) {
       fail(e.what(), e.failed_rank());
     }
     if (std::chrono::steady_clock::now() - start > ranks_->timeout()) {
-      fail(std::string{call} + " made no progress for " + std::to_string(ranks_->timeout().count()) + " ms", -1);
+      fail(std::string{what} + " made no progress for " + std::to_string(ranks_->timeout().count()) +
+             " ms: a peer stopped without saying why, or the ranks called in different orders",
+           -1);
     }
     pause(polls);
-    if (nccl_->comm == nullptr) { break; }  // the communicator is still being made: poll the call's result
-    ncclCommGetAsyncError(nccl_->comm, &status);
   }
+}
+
+void nccl_communicator::settle(int result, char const* call)
+{
+  auto status = static_cast<ncclResult_t>(result);
+  wait_until(call, [&] {
+    if (status == ncclInProgress && nccl_->comm != nullptr) { ncclCommGetAsyncError(nccl_->comm, &status); }
+    return status != ncclInProgress || nccl_->comm == nullptr;
+  });
   if (status != ncclSuccess) {
     fail(std::string{call} + " failed: " + ncclGetErrorString(status) +
            (nccl_->comm != nullptr ? std::string{" ("} + ncclGetLastError(nccl_->comm) + ")" : std::string{}),
@@ -151,28 +166,11 @@ void nccl_communicator::finish_exchange(exchange_ticket ticket)
   auto const at = pending_.find(ticket);
   TAPEFLOW_EXPECTS(at != pending_.end(), "exchange " + std::to_string(ticket) + " is not pending");
   auto const done = static_cast<cudaEvent_t>(at->second);
-  auto const start = std::chrono::steady_clock::now();
-  for (int polls = 0;; ++polls) {
+  wait_until("an NCCL exchange", [&] {
     cudaError_t const arrived = cudaEventQuery(done);
-    if (arrived == cudaSuccess) { break; }
-    if (arrived != cudaErrorNotReady) { TAPEFLOW_CUDA_TRY(arrived); }
-    ncclResult_t async = ncclSuccess;
-    ncclCommGetAsyncError(nccl_->comm, &async);
-    if (async != ncclSuccess && async != ncclInProgress) {
-      fail(std::string{"an NCCL exchange failed: "} + ncclGetErrorString(async), rank());
-    }
-    try {
-      ranks_->raise_if_announced("an NCCL exchange");
-    } catch (distributed_error const& e) {
-      fail(e.what(), e.failed_rank());
-    }
-    if (std::chrono::steady_clock::now() - start > ranks_->timeout()) {
-      fail("an NCCL exchange made no progress for " + std::to_string(ranks_->timeout().count()) +
-             " ms: a peer stopped without saying why, or the ranks called in different orders",
-           -1);
-    }
-    pause(polls);
-  }
+    if (arrived != cudaSuccess && arrived != cudaErrorNotReady) { TAPEFLOW_CUDA_TRY(arrived); }
+    return arrived == cudaSuccess;
+  });
   cudaEventDestroy(done);
   pending_.erase(at);
 }

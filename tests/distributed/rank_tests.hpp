@@ -126,21 +126,6 @@ TEST(Communicator, ASilentPeerEndsInADistributedErrorWithinTheTimeout)
 
 // ---- stencil segments on slabs ---------------------------------------------------------------------
 
-/// This rank's values of `whole` (fields x cells of the whole grid): its slab's planes of each
-/// field, one field after the other, then zeros up to `padded`.
-template <class T>
-std::vector<T> slab_values(std::vector<T> const& whole, std::size_t cells, int fields, st::slab const& s,
-                           std::size_t padded)
-{
-  std::size_t const plane = cells / s.global;
-  std::vector<T> out(padded, T(0));
-  for (int f = 0; f < fields; ++f) {
-    auto const from = whole.begin() + std::ptrdiff_t(std::size_t(f) * cells + s.offset * plane);
-    std::copy(from, from + std::ptrdiff_t(s.extent * plane), out.begin() + std::ptrdiff_t(std::size_t(f) * s.extent * plane));
-  }
-  return out;
-}
-
 /// Bytes of one rank's layer: the widest slab's values, in whole records.
 template <class T>
 std::size_t rank_layer_bytes(st::grid<T> const& g, int dims, int fields, int ranks)
@@ -149,37 +134,6 @@ std::size_t rank_layer_bytes(st::grid<T> const& g, int dims, int fields, int ran
   std::size_t const widest = (planes + std::size_t(ranks) - 1) / std::size_t(ranks);
   std::size_t const values = g.cells() / planes * widest * std::size_t(fields);
   return (values + values_per_chunk<T> - 1) / values_per_chunk<T> * values_per_chunk<T> * sizeof(T);
-}
-
-struct run_settings {
-  int k{1};
-  tape_policy policy{tape_policy::store};
-  std::size_t budget_bytes{0};  ///< this rank's
-};
-
-/// This rank's part of the gradient of L = 0.5 sum(u_T^2) over the whole grid, by segments of its
-/// slab under a collective chain.
-template <class S, class T = typename S::value_type>
-gradient_of<T> slab_gradient(S const& s, st::grid<T> const& g, std::size_t steps, run_settings const& r,
-                             std::vector<T> const& u0, std::shared_ptr<dist::communicator> const& comm)
-{
-  st::segment_request request;
-  request.k = r.k;
-  request.tile = test_tile(S::dims);
-  request.block_threads = 64;
-  st::segment_plan const plan = st::plan_slab_segments<S>(g, steps, query_device_limits(target), request, *comm);
-  auto step = make_slab_segments(s, g, plan, comm);
-  chain_options o;
-  o.kind = target;
-  o.policy = r.policy;
-  o.poison = true;
-  o.host_tier_on_cpu = r.policy == tape_policy::offload;
-  o.budget_bytes = r.budget_bytes;
-  o.collective = comm;
-  chain<decltype(step)> c(step, step.segments(), o);
-  st::slab const mine = st::slab::of(g.extent(S::dims - 1), comm->size(), comm->rank());
-  // Seeded with u_T on this rank's cells only: its part of the loss (the padding is zero).
-  return run_half_squares(c, target, slab_values(u0, g.cells(), S::fields, mine, step.state_size()));
 }
 
 /// Every policy and the given segment lengths on this run's ranks, against the reference over the
@@ -261,49 +215,6 @@ TEST(Slabs, TwoFieldsIn3d)
   if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   gray_scott_3d<float> const s{0.1f, 0.05f, 0.04f, 0.06f};
   check_slabs(s, st::grid<float>{6, 5, 13}, 4, {2}, 0.0, 1.0);
-}
-
-/// u_T and dL/du_0 (state), and dL/dc.
-struct rates_run {
-  gradient_of<double> state;
-  std::vector<double> dc;
-};
-
-/// Those of a stencil with coefficients (the rates c), L = ½ Σ u_T², run in `k`-step segments:
-/// over the whole grid in one process (null `comm`), or on this rank's slab.
-template <class S>
-rates_run run_rates(S const& s, st::grid<double> const& g, std::size_t steps, int k, tape_policy policy,
-                       std::vector<double> const& u0, std::vector<double> const& c,
-                       std::shared_ptr<dist::communicator> const& comm)
-{
-  st::segment_request request;
-  request.k = k;
-  request.tile = test_tile(S::dims);
-  request.block_threads = 64;
-  device_limits const limits = query_device_limits(target);
-  st::segment_plan const plan =
-    comm ? st::plan_slab_segments<S>(g, steps, limits, request, *comm) : st::plan_segments<S>(g, steps, limits, request);
-  std::vector<double> mine_u0 = u0;
-  std::vector<double> mine_c = c;
-  if (comm) {
-    st::slab const mine = st::slab::of(g.extent(S::dims - 1), comm->size(), comm->rank());
-    std::size_t const held = g.cells() / mine.global * mine.extent;
-    mine_c = slab_values(c, g.cells(), S::coefficients, mine, held * std::size_t(S::coefficients));
-    mine_u0 = slab_values(u0, g.cells(), S::fields, mine, st::cut_for<S>(g, plan, *comm).padded);
-  }
-  device_buffer rates(target, mine_c.size() * sizeof(double), {});
-  rates.upload(mine_c.data(), rates.size(), {});
-  auto step = make_slab_segments(s, g, plan, comm, st::coefficient_view<double>{rates.data_as<double>()});
-  EXPECT_EQ(step.parameter_size(), mine_c.size());
-  chain_options o;
-  o.kind = target;
-  o.policy = policy;
-  o.poison = true;
-  o.collective = comm;
-  chain<decltype(step)> c_of(step, step.segments(), o);
-  rates_run r{run_half_squares(c_of, target, mine_u0), std::vector<double>(mine_c.size())};
-  c_of.parameter_adjoint().download(r.dc.data(), r.dc.size() * sizeof(double), {});
-  return r;
 }
 
 /// On this run's ranks, every rank's part of u_T, dL/du_0 and dL/dc is the bits of one process's

@@ -302,46 +302,17 @@ double logistic_loss(S const& s, st::grid<double> const& g, std::size_t steps, s
   return l;
 }
 
-struct with_rates {
-  gradient_of<double> state;
-  std::vector<double> dc;  ///< dL/dc
-};
-
-/// The chain of `k`-step segments of S with the rates `c` (on the target's memory), L = ½ Σ u_T².
-template <class S>
-with_rates run_with_rates(S const& s, st::grid<double> const& g, std::size_t steps, int k, tape_policy policy,
-                          std::vector<double> const& u0, std::vector<double> const& c)
-{
-  st::segment_request request;
-  request.k = k;
-  request.tile = test_tile(1);
-  request.block_threads = 64;
-  st::segment_plan const plan = st::plan_segments<S>(g, steps, query_device_limits(target), request);
-  device_buffer rates(target, c.size() * sizeof(double), {});
-  rates.upload(c.data(), rates.size(), {});
-  auto step = make_segments(s, g, plan, st::coefficient_view<double>{rates.data_as<double>()});
-  EXPECT_EQ(step.parameter_size(), g.cells());
-  chain_options o;
-  o.kind = target;
-  o.policy = policy;
-  o.poison = true;
-  chain<decltype(step)> chain_of(step, step.segments(), o);
-  with_rates r{run_half_squares(chain_of, target, u0), std::vector<double>(c.size())};
-  chain_of.parameter_adjoint().download(r.dc.data(), r.dc.size() * sizeof(double), {});
-  return r;
-}
-
 /// dL/du_0 and dL/dc of S against central differences of logistic_loss along random directions;
 /// every k's bits against k = 1's. Returns k = 1's run.
 template <class S>
-with_rates check_rates(S const& s, st::grid<double> const& g, std::size_t steps)
+rates_run check_rates(S const& s, st::grid<double> const& g, std::size_t steps)
 {
   std::vector<double> const u0 = random_state<double>(g.cells(), 11u, 0.1, 0.9);
   std::vector<double> const c = random_state<double>(g.cells(), 12u, 0.2, 1.5);
-  with_rates const one = run_with_rates(s, g, steps, 1, tape_policy::store, u0, c);
+  rates_run const one = run_rates(s, g, steps, 1, tape_policy::store, u0, c, nullptr);
   for (int k : {3, 4}) {
     SCOPED_TRACE("k = " + std::to_string(k));
-    with_rates const r = run_with_rates(s, g, steps, k, tape_policy::recompute, u0, c);
+    rates_run const r = run_rates(s, g, steps, k, tape_policy::recompute, u0, c, nullptr);
     EXPECT_TRUE(same_bits(r.state.final_state, one.state.final_state));
     EXPECT_TRUE(same_bits(r.state.gradient, one.state.gradient));
     EXPECT_TRUE(same_bits(r.dc, one.dc)) << "off by " << relative_difference(r.dc, one.dc);
@@ -374,8 +345,8 @@ TEST(StencilSegments, CoefficientsAndSitesGiveTheDerivativeInBothAdjointForms)
   // adjoint taps, the scatter form at the cells that read this one.
   for (auto const& g : {st::grid<double>{29, 1, 1}, st::grid<double>{23, 1, 1, st::boundary::fixed, 0.3}}) {
     SCOPED_TRACE(std::string(st::to_string(g.edge)));
-    with_rates const gather = check_rates(logistic_1d_gather<double>{{0.2, 5}}, g, 9);
-    with_rates const scatter = check_rates(logistic_1d_scatter<double>{{0.2, 5}}, g, 9);
+    rates_run const gather = check_rates(logistic_1d_gather<double>{{0.2, 5}}, g, 9);
+    rates_run const scatter = check_rates(logistic_1d_scatter<double>{{0.2, 5}}, g, 9);
     EXPECT_LT(relative_difference(scatter.dc, gather.dc), 1e-13);
     EXPECT_LT(relative_difference(scatter.state.gradient, gather.state.gradient), 1e-13);
   }

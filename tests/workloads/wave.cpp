@@ -28,6 +28,25 @@ namespace wv = workloads::wave;
 
 wv::options on(backend kind) { return testing::options_on<wv::options>(kind); }
 
+/// The one-step chain under store on the backend under test: what segments must match.
+wv::options one_step_store()
+{
+  wv::options o = on(testing::target);
+  o.policy = tape_policy::store;
+  return o;
+}
+
+/// A 2-D problem of nx x ny cells and `steps` steps, the wavelet peaking at `peak_frequency`.
+wv::problem flat(std::size_t nx, std::size_t ny, std::size_t steps, double peak_frequency = wv::problem{}.peak_frequency)
+{
+  wv::problem p;
+  p.nx = nx;
+  p.ny = ny;
+  p.steps = steps;
+  p.peak_frequency = peak_frequency;
+  return p;
+}
+
 class Wave : public testing::on_target<> {};
 
 struct inputs {
@@ -50,10 +69,8 @@ std::size_t segment_layer(wv::problem const& p)
 void expect_segments_give_the_chain_bits(wv::problem const& p, std::vector<int> const& ks)
 {
   inputs const in = random_inputs(p);
-  wv::options one = on(testing::target);
-  one.policy = tape_policy::store;
   testing::expect_segments_give_the_one_step_bits(
-    one, ks, segment_layer(p), [&](wv::options const& o) { return wv::gradient(p, in.m, in.d, o); },
+    one_step_store(), ks, segment_layer(p), [&](wv::options const& o) { return wv::gradient(p, in.m, in.d, o); },
     [&](wv::options const& o) { return *wv::segments_of<float>(p, o); });
   EXPECT_EQ(device_memory_usage(testing::target).current_bytes, 0u);
 }
@@ -62,12 +79,7 @@ TEST_F(Wave, TwoDimensionalSegmentsGiveTheOneStepBits)
 {
   // The source at the centre, the receivers on row 1 and the misfit at every step: the wavelet
   // peaks at step 4 of 17, so every segment's steps carry source, signal and misfit.
-  wv::problem p;
-  p.nx = 23;
-  p.ny = 14;
-  p.steps = 17;
-  p.peak_frequency = 0.25;
-  expect_segments_give_the_chain_bits(p, {2, 3, 5});
+  expect_segments_give_the_chain_bits(flat(23, 14, 17, 0.25), {2, 3, 5});
 }
 
 TEST_F(Wave, ThreeDimensionalSegmentsGiveTheOneStepBits)
@@ -82,16 +94,10 @@ TEST_F(Wave, OneRanksSlabGivesTheOneStepBits)
   // The session of one rank's slab (the whole grid, its coefficients' ghost planes exchanged with
   // itself, the loss and dL/dm through the slab session) without MPI; docs/distributed.md's tests
   // run 1 to 4 ranks under mpiexec.
-  wv::problem p;
-  p.nx = 12;
-  p.ny = 10;
-  p.steps = 9;
-  p.peak_frequency = 0.3;
+  wv::problem const p = flat(12, 10, 9, 0.3);
   inputs const in = random_inputs(p);
-  wv::options one = on(testing::target);
-  one.policy = tape_policy::store;
-  auto const want = wv::gradient(p, in.m, in.d, one);
-  wv::options o = one;
+  wv::options o = one_step_store();
+  auto const want = wv::gradient(p, in.m, in.d, o);
   o.ranks = std::make_shared<distributed::single_rank>();
   for (int k : {1, 3}) {
     SCOPED_TRACE("segment " + std::to_string(k));
@@ -109,10 +115,7 @@ TEST_F(Wave, OneRanksSlabGivesTheOneStepBits)
 
 TEST_F(Wave, AutoTakesSegmentsWhereTheyMoveFewerBytes)
 {
-  wv::problem p;
-  p.nx = 40;
-  p.ny = 36;
-  p.steps = 20;
+  wv::problem const p = flat(40, 36, 20);
   wv::options o = on(testing::target);
   o.segment = 0;
   auto const plan = wv::segments_of<float>(p, o);
@@ -130,10 +133,7 @@ TEST_F(Wave, AutoTakesSegmentsWhereTheyMoveFewerBytes)
 #if !defined(TAPEFLOW_TEST_ON_GPU)
 TEST(WaveStencil, RefusesToRunWithoutItsCoefficients)
 {
-  wv::problem p;
-  p.nx = 8;
-  p.ny = 6;
-  p.steps = 4;
+  wv::problem const p = flat(8, 6, 4);
   namespace st = tapeflow::stencil;
   using S = wv::stencil<float, 2>;
   st::grid<float> const g = wv::grid_of<float>(p);

@@ -11,6 +11,7 @@
 #include <tapeflow/distributed/mpi.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -49,8 +50,11 @@ class nccl_communicator final : public communicator {
 
  private:
   struct state;  // NCCL's and CUDA's handles, kept out of this header
-  /// Polls until NCCL's call that returned `result` (an ncclResult_t) has settled; raises as
-  /// finish_exchange.
+  /// Polls until `done()`; raises as finish_exchange on NCCL's asynchronous errors, a failure
+  /// announced through MPI, or MPI's timeout.
+  void wait_until(char const* what, std::function<bool()> const& done);
+  /// Waits until NCCL's call that returned `result` (an ncclResult_t) has settled; raises as
+  /// wait_until, and when it failed.
   void settle(int result, char const* call);
   [[noreturn]] void fail(std::string const& what, int failed_rank);
 

@@ -43,28 +43,22 @@ class cpu_runner {
   /// The interior tiles run while the ghost planes travel, the boundary tiles once they are here.
   void advance(std::size_t first, int k, T const* in, T* out, stream_view s) const
   {
-    auto call = program_.advancing(k, in, s);
-    auto const run = [&](tile_program<S> const& program, tile_range tiles) {
+    program_.advancing(k, in, s).run([&](tile_program<S> const& program, tile_range tiles) {
       each_tile(tiles, program.advance_scratch(k), [&](std::size_t t, T* scratch) {
         program.advance(solo_team{}, program.tile_box(t), first, k, in, out, scratch);
       });
-    };
-    run(call.program(), call.interior());
-    run(call.finish(s), call.boundary());
+    }, s);
     zero_tail(out);
   }
 
   void reverse(std::size_t first, int k, T const* checkpoint, T const* lambda_out, T* lambda_in, T* dc,
                stream_view s) const
   {
-    auto call = program_.reversing(k, checkpoint, lambda_out, s);
-    auto const run = [&](tile_program<S> const& program, tile_range tiles) {
+    program_.reversing(k, checkpoint, lambda_out, s).run([&](tile_program<S> const& program, tile_range tiles) {
       each_tile(tiles, program.reverse_scratch(k), [&](std::size_t t, T* scratch) {
         program.reverse(solo_team{}, program.tile_box(t), first, k, checkpoint, lambda_out, lambda_in, dc, scratch);
       });
-    };
-    run(call.program(), call.interior());
-    run(call.finish(s), call.boundary());
+    }, s);
     zero_tail(lambda_in);
   }
 

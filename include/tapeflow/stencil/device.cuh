@@ -196,29 +196,23 @@ class device_runner {
   /// are on the device.
   void advance(std::size_t first, int k, T const* in, T* out, stream_view s) const
   {
-    auto call = program_.advancing(k, in, s);
-    auto const run = [&](tile_program<S> const& program, tile_range tiles) {
+    program_.advancing(k, in, s).run([&](tile_program<S> const& program, tile_range tiles) {
       if (tiles.size() == 0) { return; }
       device::launch(detail::advance_kernel<S>, blocks_for(tiles), block_threads_,
                      program.advance_scratch(k) * sizeof(T), s, program, tiles, first, k, in, out);
-    };
-    run(call.program(), call.interior());
-    run(call.finish(s), call.boundary());
+    }, s);
     zero_tail(out, s);
   }
 
   void reverse(std::size_t first, int k, T const* checkpoint, T const* lambda_out, T* lambda_in, T* dc,
                stream_view s) const
   {
-    auto call = program_.reversing(k, checkpoint, lambda_out, s);
-    auto const run = [&](tile_program<S> const& program, tile_range tiles) {
+    program_.reversing(k, checkpoint, lambda_out, s).run([&](tile_program<S> const& program, tile_range tiles) {
       if (tiles.size() == 0) { return; }
       device::launch(detail::reverse_kernel<S>, blocks_for(tiles), block_threads_,
                      program.reverse_scratch(k) * sizeof(T), s, program, tiles, first, k, checkpoint, lambda_out,
                      lambda_in, dc);
-    };
-    run(call.program(), call.interior());
-    run(call.finish(s), call.boundary());
+    }, s);
     zero_tail(lambda_in, s);
   }
 

@@ -22,10 +22,10 @@
 namespace tapeflow::stencil {
 
 /// One call of a segment runner (an advance or a reverse), split around its ghost exchange so that
-/// the exchange overlaps work: the interior() tiles read no ghost plane and run with program()
-/// while the planes travel; finish() waits for them and gives the program the boundary() tiles run
-/// with. On a grid that is not cut every tile is interior and finish() waits for nothing. A call
-/// refers to its runner's exchanges: finish it before the runner's next call.
+/// the exchange overlaps work: run() hands the interior tiles, which read no ghost plane, to the
+/// runner while the planes travel, waits for them, then hands it the boundary tiles with the
+/// program that reads them. On a grid that is not cut every tile is interior and nothing is
+/// waited for. A call refers to its runner's exchanges: run it before the runner's next call.
 template <class S, class Ghosts>
 class slab_call {
  public:
@@ -51,12 +51,18 @@ class slab_call {
     adjoint_ = &ghosts;
   }
 
-  /// The program of the interior tiles: it reads no ghost plane of the state or the adjoint.
-  [[nodiscard]] tile_program<S> const& program() const noexcept { return program_; }
-  [[nodiscard]] tile_range interior() const noexcept { return interior_; }
-  [[nodiscard]] tile_range boundary() const noexcept { return boundary_; }
+  /// Collective: the whole call, in the order that overlaps the exchange: run_tiles(program,
+  /// tiles) for the interior tiles (the program without the call's ghost planes), then, once the
+  /// planes are here, for the boundary tiles (the program with them).
+  template <class Run>
+  void run(Run&& run_tiles, stream_view s)
+  {
+    run_tiles(program_, interior_);
+    run_tiles(finish(s), boundary_);
+  }
 
-  /// Collective: waits for the ghost planes; the program of the boundary tiles, which reads them.
+ private:
+  /// Waits for the ghost planes; the program of the boundary tiles, which reads them.
   [[nodiscard]] tile_program<S> finish(stream_view s)
   {
     tile_program<S> p = program_;
@@ -65,7 +71,6 @@ class slab_call {
     return p;
   }
 
- private:
   tile_program<S> program_;
   tile_range interior_;
   tile_range boundary_;

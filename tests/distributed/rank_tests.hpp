@@ -100,6 +100,17 @@ TEST(Communicator, ExchangesAroundARing)
   EXPECT_THROW(comm->exchange({{p, 0, mine.data(), 8}}, {}), logic_error) << "a rank past the last";
   EXPECT_THROW(dist::mpi_communicator(MPI_COMM_WORLD, std::chrono::milliseconds(0)), logic_error) << "no timeout";
   EXPECT_THROW(comm->exchange({{next, 32767, mine.data(), 8}}, {}), logic_error) << "the failure tag";
+  // Two exchanges pending at once, finished in the other order; a ticket finishes once.
+  std::vector<double> from_next(2, 0.0);
+  dist::exchange_ticket const first =
+    comm->start_exchange({{next, 4, mine.data(), sizeof(double) * 2}}, {{prev, 4, from_prev.data(), sizeof(double) * 2}});
+  dist::exchange_ticket const second =
+    comm->start_exchange({{prev, 5, mine.data(), sizeof(double) * 2}}, {{next, 5, from_next.data(), sizeof(double) * 2}});
+  comm->finish_exchange(second);
+  comm->finish_exchange(first);
+  EXPECT_EQ(from_next[0], double(next));
+  EXPECT_EQ(from_prev[0], double(prev));
+  EXPECT_THROW(comm->finish_exchange(first), logic_error) << "finished twice";
 }
 
 TEST(Communicator, ASilentPeerEndsInADistributedErrorWithinTheTimeout)

@@ -109,6 +109,10 @@ TEST(Slab, AGhostExchangeRefusesASlabThinnerThanItsDepth)
   st::ghost_exchange<float> ok(one, st::slab::of(4, 1, 0), g, 2, 1, 4);
   std::vector<float> state(32, 1.0f);
   EXPECT_THROW(static_cast<void>(ok.fill(state.data(), 5)), logic_error) << "deeper than it was made for";
+  EXPECT_THROW(static_cast<void>(ok.finish()), logic_error) << "nothing started";
+  ok.start(state.data(), 2);
+  EXPECT_THROW(ok.start(state.data(), 2), logic_error) << "started twice";
+  EXPECT_EQ(ok.finish().depth, 2);
   EXPECT_THROW(st::ghost_exchange<float>(one, st::slab::of(8, 2, 0), g, 2, 1, 1), logic_error)
     << "a slab of 2 ranks on a communicator of 1";
 }

@@ -90,6 +90,7 @@ class commands {
       auto const inputs =
         workloads::split_values(read_values<T>(args.text("input"), workloads::total_values(parts), layout_of(p, dtype)),
                                 parts);
+      start_together();  // every rank has its arguments and inputs
       print_header(command::run, entry(), described::sizes(p), dtype, o.kind);
       print_plan(D::template plan<T>(p, o));
       auto const start = std::chrono::steady_clock::now();
@@ -124,6 +125,7 @@ class commands {
     options const o = options_of(args);
     std::string const dtype = dtype_of(args, entry());
     bool const quiet = args.has("json") && args.text("json") == "-";  // standard output is the JSON
+    start_together();
     if (!quiet) { print_header(command::plan, entry(), described::sizes(p), dtype, o.kind); }
     workloads::tape_report const planned =
       described::with_precision(dtype, [&](auto t) { return D::template plan<decltype(t)>(p, o); });
@@ -152,6 +154,7 @@ class commands {
     return described::with_precision(dtype, [&](auto t) {
       using T = decltype(t);
       auto const inputs = D::template random_inputs<T>(p, seed_of(args));
+      start_together();
       print_plan(D::template plan<T>(p, o));
       reset_device_memory_peak(o.kind);
       auto session = D::template open<T>(p, o);

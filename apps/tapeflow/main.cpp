@@ -154,34 +154,30 @@ int dispatch(std::vector<std::string> const& args)
 int main(int argc, char** argv)
 {
   using namespace tapeflow;
-  // What the command printed first, then "tapeflow: <what>" on stderr; the exit status.
-  auto const fail = [](char const* prefix, std::exception const& e, char const* suffix, int status) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "tapeflow: %s%s\n%s", prefix, e.what(), suffix);
-    return status;
-  };
   cli::mpi_scope const mpi(argc, argv);  // under mpirun: the ranks a decomposed run is cut over
   std::vector<std::string> const args(argv + 1, argv + argc);
-  int status = 0;
+  // What the command printed first, then "tapeflow: <what>" on standard error; the exit status.
+  auto const fail = [&mpi](char const* prefix, std::exception const& e, char const* suffix, int status) {
+    return mpi.end(status, std::string{"tapeflow: "} + prefix + e.what() + "\n" + suffix);
+  };
   try {
-    status = cli::dispatch(args);
-    std::fflush(stdout);
-    return status;
+    int const status = cli::dispatch(args);
+    return mpi.end(status, "");
+  } catch (cli::stopped_by_another_rank const& e) {  // that rank says why
+    return mpi.end(e.status(), "");
   } catch (cli::usage_error const& e) {
-    status = fail("", e, "(see 'tapeflow --help')\n", 2);
+    return fail("", e, "(see 'tapeflow --help')\n", 2);
   } catch (logic_error const& e) {  // bad input reached the library
-    status = fail("", e, "", 2);
+    return fail("", e, "", 2);
   } catch (io_error const& e) {
-    status = fail("", e, "", 2);
+    return fail("", e, "", 2);
   } catch (unavailable_error const& e) {
-    status = fail("not available: ", e, "", 2);
+    return fail("not available: ", e, "", 2);
   } catch (budget_error const& e) {
-    status = fail("", e, "", 2);
+    return fail("", e, "", 2);
   } catch (distributed_error const& e) {  // another rank failed: it says why
-    status = fail("", e, "", 2);
+    return fail("", e, "", 2);
   } catch (std::exception const& e) {
-    status = fail("failed: ", e, "", 1);
+    return fail("failed: ", e, "", 1);
   }
-  mpi.abort_ranks(status);
-  return status;
 }

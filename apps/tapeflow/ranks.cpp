@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "ranks.hpp"
 
+#include <tapeflow/error.hpp>
+
 #if defined(TAPEFLOW_HAS_MPI)
 #include <tapeflow/distributed/mpi.hpp>
 
@@ -10,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 
 namespace tapeflow::cli {
 
@@ -20,12 +23,45 @@ std::shared_ptr<distributed::communicator>& ranks_of_this_run() noexcept
   return ranks;
 }
 
+void print_error(std::string const& error) noexcept
+{
+  std::fflush(stdout);
+  if (!error.empty()) { std::fputs(error.c_str(), stderr); }
+  std::fflush(stderr);
+}
+
 #if defined(TAPEFLOW_HAS_MPI)
+/// Where this rank's command is: reading alone, started with the others, or stopped at the
+/// meeting because a rank had failed.
+enum class stage { reading, started, stopped };
+
+stage& stage_of_this_run() noexcept
+{
+  static stage s = stage::reading;
+  return s;
+}
+
 /// Whether an MPI launcher (Open MPI's, MPICH's Hydra, a PMIx one) started this process.
 bool launched_by_mpi() noexcept
 {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr ||
          std::getenv("PMIX_RANK") != nullptr;
+}
+
+/// The ranks' one meeting: every rank brings its status (0: ready, or done without a failure).
+struct meeting {
+  int status;        ///< the highest status brought
+  int first_failed;  ///< the lowest rank that brought a failure; the ranks' count when none did
+};
+
+meeting meet(int status) noexcept
+{
+  int const rank = ranks_of_this_run()->rank();
+  int const mine = status != 0 ? rank : ranks_of_this_run()->size();
+  meeting m{};
+  MPI_Allreduce(&status, &m.status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&mine, &m.first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return m;
 }
 #endif
 }  // namespace
@@ -49,14 +85,42 @@ mpi_scope::~mpi_scope()
 #endif
 }
 
-void mpi_scope::abort_ranks([[maybe_unused]] int status) const noexcept
+int mpi_scope::end(int status, std::string const& error) const noexcept
 {
 #if defined(TAPEFLOW_HAS_MPI)
-  if (ranks_of_this_run() && ranks_of_this_run()->size() > 1) {
-    std::fflush(stdout);
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, status);
+  if (ranks_of_this_run()) {
+    switch (stage_of_this_run()) {
+      case stage::reading: {
+        meeting const m = meet(status);
+        stage_of_this_run() = stage::stopped;
+        if (m.first_failed == ranks_of_this_run()->rank()) { print_error(error); }
+        return m.status;
+      }
+      case stage::started:
+        print_error(error);
+        if (status != 0) { MPI_Abort(MPI_COMM_WORLD, status); }
+        return status;
+      case stage::stopped: return status;
+    }
   }
+#endif
+  print_error(error);
+  return status;
+}
+
+void start_together()
+{
+#if defined(TAPEFLOW_HAS_MPI)
+  if (!ranks_of_this_run()) { return; }
+  if (stage_of_this_run() != stage::reading) {
+    TAPEFLOW_FAIL(logic_error, "the ranks start together once, while each still reads alone");
+  }
+  meeting const m = meet(0);
+  if (m.status != 0) {
+    stage_of_this_run() = stage::stopped;
+    throw stopped_by_another_rank(m.status);
+  }
+  stage_of_this_run() = stage::started;
 #endif
 }
 

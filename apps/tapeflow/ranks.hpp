@@ -2,11 +2,20 @@
 // The ranks the CLI runs over when an MPI launcher started it (`mpirun -np P tapeflow run
 // allen-cahn ...`; docs/distributed.md), in a build with TAPEFLOW_MPI. Otherwise, and when no
 // launcher started it, the CLI is one process and none of this does anything.
+//
+// A command under ranks has two parts. Before `start_together()` each rank reads its arguments
+// and inputs alone; nothing has crossed ranks yet, so a rank that fails there does not leave a
+// peer waiting in the library: the ranks meet once, agree on the exit status, the first failed
+// rank prints its error, and all finalise MPI. After it, a failing rank cannot know where its
+// peers wait, and ends them all (MPI_Abort). Finalising keeps the message: MPICH's launcher may
+// drop what a rank printed just before an abort.
 #pragma once
 
 #include <tapeflow/distributed/communicator.hpp>
 
+#include <exception>
 #include <memory>
+#include <string>
 
 namespace tapeflow::cli {
 
@@ -18,13 +27,35 @@ class mpi_scope {
   ~mpi_scope();
   mpi_scope(mpi_scope const&) = delete;
   mpi_scope& operator=(mpi_scope const&) = delete;
-  /// Ends every rank with `status` after an error (MPI_Abort: a failed run cannot finalise). Does
-  /// nothing without ranks.
-  void abort_ranks(int status) const noexcept;
+
+  /// Ends the command with `status`, `error` (empty on success) its message for standard error,
+  /// and returns the process's exit status. As one process: prints the error, returns `status`.
+  /// Under ranks, before they started together: meets the others, the first failed rank prints,
+  /// and every rank returns the highest status. After: a failure ends every rank with `status`
+  /// (MPI_Abort) once its message is printed.
+  [[nodiscard]] int end(int status, std::string const& error) const noexcept;
 };
 
 /// The ranks of this run; null when it is one process.
 [[nodiscard]] std::shared_ptr<distributed::communicator> const& launched_ranks() noexcept;
+
+/// Collective: the ranks begin the work that crosses them. Throws `stopped_by_another_rank` when
+/// a rank failed before it (that rank prints why). Call it once, after the command's arguments
+/// and inputs are read and before the library sees `launched_ranks()`. Does nothing as one
+/// process.
+void start_together();
+
+/// Thrown by `start_together()` on the ranks that were ready when another rank had failed; its
+/// status is the exit status the ranks agreed on.
+class stopped_by_another_rank : public std::exception {
+ public:
+  explicit stopped_by_another_rank(int status) noexcept : status_{status} {}
+  [[nodiscard]] char const* what() const noexcept override { return "another rank failed before the run began"; }
+  [[nodiscard]] int status() const noexcept { return status_; }
+
+ private:
+  int status_;
+};
 
 /// Whether this process writes the run's files: the only one, or rank 0.
 [[nodiscard]] bool writes_files() noexcept;

@@ -214,32 +214,187 @@ def cpu_section(cpu: dict, source: str) -> str:
     return "\n".join(lines)
 
 
+# ---- the picture ------------------------------------------------------------------------------
+# One panel per workload at its headline size: each row's time over the panel's fastest row, on a
+# linear axis, tapeflow and each peer in its own colour, and where a row knows the bytes it moves,
+# the time those bytes take at the same run's device-to-device copy rate (its copy bound). The
+# tier sweep (Allen–Cahn under a device budget) is its own chart of time against budget. What is
+# drawn is worked out first (panels_of, tier_sweep_of: plain data, unit-tested), then drawn.
+
+HEADLINE = {"allen-cahn": AC, "lbm": "1024x1024 T100 f32", "gmm": "d128 K200 N10000", "lstm": "B1024 T300 I80 H256"}
+COLOURS = {"tapeflow": "#1f5fa8", "pytorch": "#d9730d", "jax": "#2f8f46"}
+OTHER_COLOUR = "#7f7f7f"
+TIERS = "tiers-"       # the tier sweep's rows: tiers-<policy>-<percent>pct
+RELATIVE_CAP = 8.0     # the axis ends here; a slower row's bar is cut and says its factor
+
+
+@dataclass
+class Bar:
+    label: str
+    who: str                  # "tapeflow" or the peer's name
+    ms: float
+    relative: float           # ms over the panel's fastest row's
+    bound: Optional[float]    # the row's copy bound over the fastest row's time; None: bytes unknown
+
+
+@dataclass
+class Panel:
+    workload: str
+    size: str
+    measure: str              # what was timed
+    bars: list                # fastest first
+
+
+@dataclass
+class Sweep:
+    size: str
+    lines: dict               # policy -> [(budget percent, ms)], budgets descending
+    unbounded_ms: Optional[float]  # tapeflow-store without a budget
+    fastest_peer: Optional[tuple]  # (variant, ms)
+
+
+def milliseconds(ms: float) -> str:
+    return f"{ms:.3g} ms" if ms < 1000 else f"{ms:.0f} ms"
+
+
+def timed(r: dict) -> Optional[float]:
+    """The time a row is judged by: the tape-bound microbenchmark's reverse sweep (what its bytes
+    were counted over), every workload's gradient."""
+    return r.get("reverse_ms") if r.get("workload") == "tape-bound" else r.get("grad_ms")
+
+
+def headline_size(workload: str, rows: list) -> str:
+    """The size a workload's panel shows: its named headline size when measured, else the size
+    with the most rows (the later one on a tie)."""
+    sizes = [r["size"] for r in rows]
+    if HEADLINE.get(workload) in sizes:
+        return HEADLINE[workload]
+    return max(reversed(list(dict.fromkeys(sizes))), key=sizes.count)
+
+
+def panels_of(results: dict) -> list:
+    d2d = results.get("d2d_copy_GBps")
+    by_workload: dict[str, list[dict]] = {}
+    for r in results["rows"]:
+        if "error" not in r and timed(r) and not r["variant"].startswith(TIERS):
+            by_workload.setdefault(r["workload"], []).append(r)
+    panels = []
+    for workload, rows in by_workload.items():
+        size = headline_size(workload, rows)
+        rows = sorted((r for r in rows if r["size"] == size), key=timed)
+        best = timed(rows[0])
+        bars = []
+        for r in rows:
+            ms = timed(r)
+            bound = ms * r["achieved_GBps"] / d2d / best if d2d and r.get("achieved_GBps") else None
+            bars.append(Bar(r["variant"], r.get("peer") or "tapeflow", ms, ms / best, bound))
+        measure = "reverse sweep" if workload == "tape-bound" else "gradient"
+        panels.append(Panel(workload, size, measure, bars))
+    return panels
+
+
+def tier_sweep_of(results: dict) -> Optional[Sweep]:
+    rows = [r for r in results["rows"] if "error" not in r and r.get("grad_ms")]
+    tiers = [r for r in rows if r["variant"].startswith(TIERS)]
+    if not tiers:
+        return None
+    size = tiers[0]["size"]
+    lines: dict[str, list] = {}
+    for r in tiers:
+        policy, _, budget = r["variant"][len(TIERS):].rpartition("-")
+        if r["size"] == size and budget.endswith("pct") and budget[:-3].isdigit():
+            lines.setdefault(policy, []).append((int(budget[:-3]), r["grad_ms"]))
+    for points in lines.values():
+        points.sort(reverse=True)
+    store = one(results, tiers[0]["workload"], "tapeflow-store", size)
+    peers = sorted((r for r in rows if r.get("peer") and r["size"] == size and r["workload"] == tiers[0]["workload"]),
+                   key=lambda r: r["grad_ms"])
+    return Sweep(size, lines, store.get("grad_ms") if store else None,
+                 (peers[0]["variant"], peers[0]["grad_ms"]) if peers else None)
+
+
 def plot(results: dict, path: str) -> bool:
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
+        from matplotlib.lines import Line2D
     except ImportError:
         return False
-    groups: dict[str, list[dict]] = {}
-    for r in results["rows"]:
-        if r.get("grad_ms") and "error" not in r:
-            groups.setdefault(f"{r['workload']}\n{r['size']}", []).append(r)
-    if not groups:
+    panels = panels_of(results)
+    sweep = tier_sweep_of(results)
+    charts = len(panels) + (1 if sweep else 0)
+    if charts == 0:
         return False
-    fig, axes = plt.subplots(len(groups), 1, figsize=(10, 2.2 * len(groups) + 0.6), squeeze=False)
-    for ax, (title, rows) in zip(axes[:, 0], groups.items()):
-        names = [r["variant"] for r in rows]
-        values = [r["grad_ms"] for r in rows]
-        colors = ["tab:blue" if not r.get("peer") else "tab:orange" for r in rows]
-        ax.barh(names, values, color=colors)
-        ax.set_xscale("log")
-        ax.set_title(title.replace("\n", "  "), fontsize=9, loc="left")
-        ax.tick_params(labelsize=7)
-        ax.set_xlabel("gradient ms (log; blue tapeflow, orange peers)", fontsize=7)
-    fig.suptitle(f"{results.get('device', '?')} — {results.get('date', '?')}", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    columns = 2
+    grid_rows = (charts + columns - 1) // columns
+    heights = []
+    for i in range(grid_rows):
+        row = panels[i * columns:(i + 1) * columns]
+        heights.append(max([len(p.bars) for p in row] + [5]))
+    fig, axes = plt.subplots(grid_rows, columns, figsize=(13, 0.34 * sum(heights) + 1.2 * grid_rows + 1.4),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    for ax, p in zip(axes.flat, panels):
+        top = min(max(b.relative for b in p.bars) * 1.05, RELATIVE_CAP)
+        y = list(range(len(p.bars)))[::-1]  # fastest at the top
+        ax.barh(y, [min(b.relative, top) for b in p.bars], color=[COLOURS.get(b.who, OTHER_COLOUR) for b in p.bars],
+                height=0.7)
+        for yi, b in zip(y, p.bars):
+            if b.bound is not None:
+                ax.plot([b.bound, b.bound], [yi - 0.42, yi + 0.42], color="black", linewidth=2)
+            said = f"{milliseconds(b.ms)}  ×{b.relative:.2f}"
+            if b.relative > top:
+                ax.text(top * 0.98, yi, said + " ▸", va="center", ha="right", fontsize=7.5, color="white",
+                        fontweight="bold")
+            else:
+                ax.text(b.relative + top * 0.01, yi, said, va="center", ha="left", fontsize=7.5)
+        ax.set_yticks(y)
+        ax.set_yticklabels([b.label for b in p.bars], fontsize=8)
+        ax.set_xlim(0, top * 1.22)
+        ax.axvline(1.0, color="#444444", linewidth=0.8, linestyle=":")
+        ax.set_title(f"{p.workload}  {p.size}", fontsize=10, loc="left", fontweight="bold")
+        ax.set_xlabel(f"{p.measure} time / fastest row's (linear; bars past ×{RELATIVE_CAP:g} are cut)", fontsize=8)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.spines[["top", "right"]].set_visible(False)
+    if sweep:
+        ax = axes.flat[len(panels)]
+        styles = {"auto": ("o", "-"), "recompute": ("s", "--"), "offload": ("^", "-."), "store": ("D", ":")}
+        for policy, points in sorted(sweep.lines.items()):
+            marker, line = styles.get(policy, ("x", "-"))
+            ax.plot([b for b, _ in points], [ms for _, ms in points], marker=marker, linestyle=line,
+                    color=COLOURS["tapeflow"], label=f"tapeflow {policy}")
+        if sweep.unbounded_ms:
+            ax.axhline(sweep.unbounded_ms, color=COLOURS["tapeflow"], linestyle=(0, (1, 3)), linewidth=1,
+                       label=f"tapeflow store, no budget ({milliseconds(sweep.unbounded_ms)})")
+        if sweep.fastest_peer:
+            name, ms = sweep.fastest_peer
+            ax.axhline(ms, color=COLOURS["pytorch"] if "torch" in name else COLOURS["jax"], linestyle=":",
+                       linewidth=1.2, label=f"fastest peer: {name} ({milliseconds(ms)})")
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.invert_xaxis()  # budgets shrink to the right
+        ax.set_xlabel("device budget, % of the whole tape", fontsize=8)
+        ax.set_ylabel("gradient ms (log)", fontsize=8)
+        ax.set_title(f"tier sweep: allen-cahn  {sweep.size}", fontsize=10, loc="left", fontweight="bold")
+        ax.tick_params(labelsize=8)
+        ax.grid(True, which="major", linewidth=0.4, alpha=0.6)
+        # Beside the chart: the slot to its right is empty when the panels are even, and nothing is hidden.
+        ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.04, 0.5), frameon=False)
+        ax.spines[["top", "right"]].set_visible(False)
+    for ax in list(axes.flat)[charts:]:
+        ax.set_visible(False)
+    legend = [Patch(color=COLOURS[w], label=w) for w in COLOURS] + \
+             [Line2D([0], [0], color="black", linewidth=2, label="copy bound: the row's bytes at the same-run D2D rate")]
+    fig.legend(handles=legend, loc="upper center", ncol=len(legend), fontsize=9, frameon=False,
+               bbox_to_anchor=(0.5, 0.985))
+    fig.suptitle(f"{results.get('device', '?')}, {results.get('date', '?')}, commit {results.get('commit', '?')}: "
+                 f"medians of {results.get('repeats', '?')} event-timed runs; D2D copy "
+                 f"{fmt(results.get('d2d_copy_GBps'))} GB/s", fontsize=10, y=0.998)
+    fig.tight_layout(rect=(0, 0, 1, 0.965))
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
     return True
 
 

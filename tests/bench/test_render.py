@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """bench/render.py: targets are read from the right rows and judged the right way; every row and
 error reaches the markdown. Run by CTest (python3 -m unittest)."""
+import importlib.util
 import json
 import os
 import subprocess
@@ -102,6 +103,68 @@ class Markdown(unittest.TestCase):
             rc = subprocess.call([sys.executable, os.path.join(BENCH, "render.py"), src, "--md",
                                   os.path.join(tmp, "m.md"), "--png", os.path.join(tmp, "p.png")])
             self.assertEqual(rc, 2)
+
+
+class Picture(unittest.TestCase):
+    """What the picture draws, worked out before any drawing (matplotlib is not needed here)."""
+
+    def rows(self):
+        return results(rows=[
+            {"workload": "tape-bound", "variant": "naive-soa", "size": "s", "grad_ms": 9.0, "reverse_ms": 2.0,
+             "achieved_GBps": 1500.0},
+            {"workload": "tape-bound", "variant": "staged-bulk", "size": "s", "grad_ms": 9.0, "reverse_ms": 1.0,
+             "achieved_GBps": 2700.0},
+            {"workload": "allen-cahn", "variant": "tapeflow-store", "size": AC, "grad_ms": 60.0, "achieved_GBps": 2000.0},
+            {"workload": "allen-cahn", "variant": "torch.compile", "size": AC, "grad_ms": 40.0, "peer": "pytorch"},
+            {"workload": "allen-cahn", "variant": "jax-jit", "size": AC, "peer": "jax", "error": "out of memory"},
+            {"workload": "allen-cahn", "variant": "small-layers-store", "size": "256x256 T500 f32", "grad_ms": 5.0},
+            {"workload": "allen-cahn", "variant": "tiers-auto-100pct", "size": AC, "grad_ms": 61.0},
+            {"workload": "allen-cahn", "variant": "tiers-auto-10pct", "size": AC, "grad_ms": 90.0},
+            {"workload": "allen-cahn", "variant": "tiers-auto-50pct", "size": AC, "grad_ms": 70.0},
+            {"workload": "allen-cahn", "variant": "tiers-offload-50pct", "size": AC, "grad_ms": 900.0},
+            {"workload": "lstm", "variant": "tapeflow", "size": "x", "grad_ms": 10.0},
+            {"workload": "lstm", "variant": "tapeflow", "size": "y", "grad_ms": 30.0},
+            {"workload": "lstm", "variant": "cudnn", "size": "y", "grad_ms": 20.0, "peer": "pytorch"},
+        ], d2d_copy_GBps=3000.0)
+
+    def test_one_panel_per_workload_at_its_headline_size_fastest_first(self):
+        panels = {p.workload: p for p in render.panels_of(self.rows())}
+        self.assertEqual(list(panels), ["tape-bound", "allen-cahn", "lstm"])
+        ac = panels["allen-cahn"]
+        self.assertEqual(ac.size, AC)  # the named headline, not the other size; no tier or error row
+        self.assertEqual([(b.label, b.who, b.ms) for b in ac.bars],
+                         [("torch.compile", "pytorch", 40.0), ("tapeflow-store", "tapeflow", 60.0)])
+        self.assertEqual([b.relative for b in ac.bars], [1.0, 1.5])
+        self.assertEqual(panels["lstm"].size, "y")  # no named headline: the size with the most rows
+        self.assertEqual([b.label for b in panels["lstm"].bars], ["cudnn", "tapeflow"])
+
+    def test_the_copy_bound_is_the_rows_bytes_at_the_copy_rate_over_the_fastest_time(self):
+        panels = {p.workload: p for p in render.panels_of(self.rows())}
+        ac = panels["allen-cahn"].bars
+        self.assertIsNone(ac[0].bound)                      # a peer's bytes are not known
+        self.assertAlmostEqual(ac[1].bound, 60.0 * 2000.0 / 3000.0 / 40.0)  # 1.0: as slow as the peer
+        tape = panels["tape-bound"]
+        self.assertEqual(tape.measure, "reverse sweep")     # judged by the sweep its bytes were counted over
+        self.assertEqual([b.ms for b in tape.bars], [1.0, 2.0])
+        self.assertAlmostEqual(tape.bars[0].bound, 0.9)
+        self.assertAlmostEqual(tape.bars[1].bound, 1.0)
+        self.assertTrue(all(b.bound is None for b in render.panels_of(results(d2d_copy_GBps=None))[0].bars))
+
+    def test_the_tier_sweep_is_time_against_budget(self):
+        sweep = render.tier_sweep_of(self.rows())
+        self.assertEqual(sweep.size, AC)
+        self.assertEqual(sweep.lines, {"auto": [(100, 61.0), (50, 70.0), (10, 90.0)], "offload": [(50, 900.0)]})
+        self.assertEqual(sweep.unbounded_ms, 60.0)
+        self.assertEqual(sweep.fastest_peer, ("torch.compile", 40.0))
+        self.assertIsNone(render.tier_sweep_of(results()))
+
+    @unittest.skipUnless(importlib.util.find_spec("matplotlib"), "matplotlib is not installed")
+    def test_it_is_drawn(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            png = os.path.join(tmp, "p.png")
+            self.assertTrue(render.plot(self.rows(), png))
+            with open(png, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
 
 class CpuSection(unittest.TestCase):

@@ -72,9 +72,6 @@ pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const&
                      std::to_string(request.stages));
   TAPEFLOW_EXPECTS(request.block_threads >= 0, "block threads must not be negative");
   bool const gpu = limits.kind != backend::cpu;
-  TAPEFLOW_EXPECTS(!gpu || request.halo_records == 0,
-                   "a halo of " + std::to_string(request.halo_records) + " records: " + limits.name +
-                     "'s tile pipelines do not stage halos yet (the CPU backend does; docs/guide.md, Stencils)");
   TAPEFLOW_EXPECTS(request.halo_records <= request.records,
                    "a halo of " + std::to_string(request.halo_records) + " records is larger than the layer's " +
                      std::to_string(request.records) + " records");
@@ -141,13 +138,14 @@ pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const&
     while (tile > 1 && (plain ? 1 : plan.stages) * (tile + halo2) * request.record_bytes > smem_limit) {
       tile = std::max<std::size_t>(1, tile / 2);
     }
-    if (plain) {
-      while (tile > 1 && tile * request.record_bytes > tile_limit_plain) { tile = std::max<std::size_t>(1, tile / 2); }
+    if (plain) {  // the registers hold the tile's window: the tile and its halos
+      while (tile > 1 && (tile + halo2) * request.record_bytes > tile_limit_plain) {
+        tile = std::max<std::size_t>(1, tile / 2);
+      }
     }
     plan.tile_records = tile;
   }
 
-  std::size_t const tile_bytes = plan.tile_records * request.record_bytes;
   TAPEFLOW_EXPECTS(plan.tile_records <= static_cast<std::size_t>(-1) / request.record_bytes / max_pipeline_stages / 2,
                    "a tile of " + std::to_string(plan.tile_records) + " records overflows");
   std::size_t const window_bytes = plan.window_records() * request.record_bytes;
@@ -159,8 +157,8 @@ pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const&
                        " B = " + std::to_string(plan.smem_bytes) + " bytes of staging; " + limits.name + " leaves " +
                        std::to_string(per_block) + " bytes per block for staging");
   }
-  TAPEFLOW_EXPECTS(!plain || tile_bytes <= tile_limit_plain,
-                   "a tile of " + std::to_string(tile_bytes) + " bytes exceeds the " +
+  TAPEFLOW_EXPECTS(!plain || window_bytes <= tile_limit_plain,
+                   "a tile of " + std::to_string(window_bytes) + " bytes (with its halos) exceeds the " +
                      std::to_string(tile_limit_plain) + " bytes register double-buffering holds per block");
 
   plan.tiles = plan.layout().tiles();

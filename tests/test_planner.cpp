@@ -209,7 +209,7 @@ TEST(Planner, CpuPlanReadsInPlaceOrThroughTheRing)
   EXPECT_NE(r.describe().find("staging ring with a persistent worker"), std::string::npos) << r.describe();
 }
 
-TEST(Planner, HalosWidenTheStagedWindowOnTheCpuAndAreRefusedOnGpus)
+TEST(Planner, HalosWidenTheStagedWindowOnTheCpuAndOnGpus)
 {
   device_limits const d = query_device_limits(backend::cpu);
   pipeline_request ring{16, 100000};
@@ -223,8 +223,19 @@ TEST(Planner, HalosWidenTheStagedWindowOnTheCpuAndAreRefusedOnGpus)
   EXPECT_NE(r.describe().find("halo of 100 records"), std::string::npos) << r.describe();
   ring.halo_records = 100001;
   EXPECT_THROW(static_cast<void>(plan_pipeline(d, ring)), logic_error);  // larger than the layer
+  // A GPU stages the same window in every stage of its pipeline, fitted into shared memory.
   pipeline_request gpu{16, 100000};
-  gpu.halo_records = 1;
+  gpu.halo_records = 100;
+  pipeline_plan const g = plan_pipeline(hopper(), gpu);
+  expect_consistent(g, hopper());
+  EXPECT_EQ(g.window_records(), g.tile_records + 200);
+  EXPECT_EQ(g.smem_bytes, static_cast<std::size_t>(g.stages) * g.window_records() * 16);
+  gpu.halo_records = 600;  // wider than the tile the planner would pick: fewer stages, smaller tiles
+  pipeline_plan const wide = plan_pipeline(hopper(), gpu);
+  expect_consistent(wide, hopper());
+  EXPECT_LT(wide.stages, g.stages);
+  EXPECT_LT(wide.tile_records, g.tile_records);
+  gpu.halo_records = 2000;  // two halos alone overflow shared memory: refused, saying so
   EXPECT_THROW(static_cast<void>(plan_pipeline(hopper(), gpu)), logic_error);
 }
 

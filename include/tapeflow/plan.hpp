@@ -52,8 +52,9 @@ struct pipeline_request {
   /// CPU backend: in place (default) or through the staging ring.
   cpu_staging staging{cpu_staging::in_place};
   /// Records a reverse reads on each side of its tile besides the tile's own (a stencil's
-  /// neighbours; periodic: the layer wraps around). CPU backend only for now: the device
-  /// pipelines do not stage halos yet, and a GPU plan with a halo is a logic_error.
+  /// neighbours; periodic: the layer wraps around). Every stage, on the CPU ring and in the device
+  /// pipelines (device::tile_pipeline::reverse_windows), holds the tile with its halos; the planner
+  /// fits that window into the staging memory (and, for register double-buffering, the registers).
   std::size_t halo_records{0};
 };
 

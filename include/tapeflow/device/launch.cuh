@@ -181,10 +181,11 @@ void with_tile_pipeline(pipeline_plan const& plan, F&& f)
                                                      std::to_string(sizeof(R)));
   TAPEFLOW_EXPECTS(plan.grid_blocks > 0 && plan.block_threads > 0, "the plan has an empty launch shape");
   if (!plan.async_copy) {
-    TAPEFLOW_EXPECTS(plan.tile_bytes() <= static_cast<std::size_t>(plan.block_threads) * max_register_chunks * 16,
-                     "a tile of " + std::to_string(plan.tile_bytes()) +
-                       " bytes does not fit register double-buffering at " + std::to_string(plan.block_threads) +
-                       " threads");
+    std::size_t const window_bytes = plan.window_records() * plan.record_bytes;  // the tile and its halos
+    TAPEFLOW_EXPECTS(window_bytes <= static_cast<std::size_t>(plan.block_threads) * max_register_chunks * 16,
+                     "a tile of " + std::to_string(window_bytes) +
+                       " bytes (with its halos) does not fit register double-buffering at " +
+                       std::to_string(plan.block_threads) + " threads");
     f(std::integral_constant<int, 0>{});
     return;
   }

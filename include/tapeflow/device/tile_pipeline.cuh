@@ -13,13 +13,19 @@
 //                                  completes on an mbarrier carrying the byte count; every thread
 //                                  waits on the barrier's phase parity. Traps below sm_90.
 //
-// Reverse kernels read the tape only through these: `consume(tile, staged, first, count)` is
-// called by every thread of the block with the tile's records in shared memory.
+// Reverse kernels read the tape only through these: `reverse(tape, consume)` calls
+// `consume(tile, staged, first, count)` in every thread of the block with the tile's records in
+// shared memory. A stencil's reverse, which also reads `halo` records on each side of its tile
+// (tapeflow/halo.hpp), calls `reverse_windows(tape, halo, consume)`: each stage holds the tile's
+// window (window_of: at most two runs of the layer, as it wraps past the end), and `consume(tile,
+// window, first, count)` gets it as a tile_window. A plan's `halo_records` and `smem_bytes`
+// (plan_pipeline) are what a launch of reverse_windows needs.
 #pragma once
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/device/platform.hpp>
 #include <tapeflow/device/views.hpp>
+#include <tapeflow/halo.hpp>
 #include <tapeflow/plan.hpp>
 
 #if !defined(TAPEFLOW_PLATFORM_HIP)
@@ -59,6 +65,46 @@ __device__ R* staging_slots() noexcept
   return dynamic_shared<R>();
 }
 
+/// Where a tile's window lies in its layer: `head` records from `origin`, then, where it wraps
+/// past the layer's end, the rest from record 0. Counted in 16-byte chunks, as the pipelines copy.
+template <class R>
+struct staged_window {
+  using chunk = uint4;
+  static constexpr std::size_t chunks_per_record = sizeof(R) / sizeof(chunk);
+
+  window_span span;
+  chunk const* head_source;  ///< the layer from record span.origin
+  chunk const* tail_source;  ///< the layer from record 0
+  std::size_t head_chunks;
+  std::size_t chunks;        ///< the whole window's
+
+  TAPEFLOW_HOST_DEVICE staged_window(tape_reader<R> const& tape, std::size_t tile, std::size_t halo) noexcept
+    : span(window_of(tape.layout().first(tile), tape.tile_size(tile), halo, tape.layout().records)),
+      head_source(reinterpret_cast<chunk const*>(tape.tile(0) + span.origin)),
+      tail_source(reinterpret_cast<chunk const*>(tape.tile(0))),
+      head_chunks((span.extent < span.records - span.origin ? span.extent : span.records - span.origin) *
+                  chunks_per_record),
+      chunks(span.extent * chunks_per_record)
+  {
+  }
+  /// Chunk c of the window, c < chunks.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE chunk const* source(std::size_t c) const noexcept
+  {
+    return c < head_chunks ? head_source + c : tail_source + (c - head_chunks);
+  }
+};
+
+/// A tile's plain consumer, given its window: the tile's own records start at window[first].
+template <class R, class Consume>
+struct tile_of_window {
+  Consume& consume;
+  __device__ void operator()(std::size_t tile, tile_window<R> const& window, std::size_t first,
+                             std::size_t count) const
+  {
+    consume(tile, &window[first], first, count);
+  }
+};
+
 /// True where the device has the bulk-copy engine: an sm_90+ CUDA device. The code loaded for the
 /// kernel must also be sm_90 (device::bulk_copy_runs in launch.cuh asks cudaFuncGetAttributes, and
 /// device::launch refuses a bulk kernel loaded as older code).
@@ -92,12 +138,18 @@ struct tile_pipeline<R, Stages, std::enable_if_t<(Stages > 0)>> {
   template <class Consume>
   __device__ static void reverse(tape_reader<R> tape, Consume&& consume)
   {
+    reverse_windows(tape, 0, tile_of_window<R, Consume>{consume});
+  }
+
+  /// The same, each stage holding the tile's window of `halo` records on each side.
+  template <class Consume>
+  __device__ static void reverse_windows(tape_reader<R> tape, std::size_t halo, Consume&& consume)
+  {
     using chunk = uint4;
-    constexpr std::size_t chunks_per_record = sizeof(R) / sizeof(chunk);
     cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
 
     R* const slots = staging_slots<R>();
-    std::size_t const tile_records = tape.layout().tile_records;
+    std::size_t const slot_records = tape.layout().tile_records + 2 * halo;
     reverse_tile_order const order{tape.tiles(), blockIdx.x, gridDim.x};
     std::size_t const mine = order.count();
 
@@ -109,12 +161,16 @@ struct tile_pipeline<R, Stages, std::enable_if_t<(Stages > 0)>> {
       for (; fetched < k + Stages; ++fetched) {
         pipe.producer_acquire();
         if (fetched < mine) {
-          std::size_t const tile = order.tile(fetched);
-          auto* const dst = reinterpret_cast<chunk*>(slots + (fetched % Stages) * tile_records);
-          auto const* const src = reinterpret_cast<chunk const*>(tape.tile(tile));
-          std::size_t const chunks = tape.tile_size(tile) * chunks_per_record;
-          for (std::size_t c = threadIdx.x; c < chunks; c += blockDim.x) {
-            cuda::memcpy_async(dst + c, src + c, cuda::aligned_size_t<sizeof(chunk)>(sizeof(chunk)), pipe);
+          staged_window<R> const w(tape, order.tile(fetched), halo);
+          auto* const dst = reinterpret_cast<chunk*>(slots + (fetched % Stages) * slot_records);
+          // The window's run from its origin, then (where it wraps) its run from record 0: no
+          // test per chunk on the path every tile takes.
+          for (std::size_t c = threadIdx.x; c < w.head_chunks; c += blockDim.x) {
+            cuda::memcpy_async(dst + c, w.head_source + c, cuda::aligned_size_t<sizeof(chunk)>(sizeof(chunk)), pipe);
+          }
+          for (std::size_t c = w.head_chunks + threadIdx.x; c < w.chunks; c += blockDim.x) {
+            cuda::memcpy_async(dst + c, w.tail_source + (c - w.head_chunks),
+                               cuda::aligned_size_t<sizeof(chunk)>(sizeof(chunk)), pipe);
           }
         }
         pipe.producer_commit();
@@ -122,7 +178,8 @@ struct tile_pipeline<R, Stages, std::enable_if_t<(Stages > 0)>> {
       cuda::pipeline_consumer_wait_prior<Stages - 1>(pipe);  // this thread's chunks of tile k
       __syncthreads();                                         // everyone's chunks of tile k
       std::size_t const tile = order.tile(k);
-      consume(tile, static_cast<R const*>(slots + (k % Stages) * tile_records), tape.layout().first(tile),
+      window_span const span = window_of(tape.layout().first(tile), tape.tile_size(tile), halo, tape.layout().records);
+      consume(tile, tile_window<R>(slots + (k % Stages) * slot_records, span), tape.layout().first(tile),
               tape.tile_size(tile));
       __syncthreads();  // every thread is done with the slot before tile k + Stages refills it
       pipe.consumer_release();
@@ -143,22 +200,31 @@ struct tile_pipeline<R, 0, void> {
   template <class Consume>
   __device__ static void reverse(tape_reader<R> tape, Consume&& consume)
   {
+    reverse_windows(tape, 0, tile_of_window<R, Consume>{consume});
+  }
+
+  /// The same, the slot holding the tile's window of `halo` records on each side (the window, not
+  /// just the tile, must fit the registers: with_tile_pipeline checks the plan).
+  template <class Consume>
+  __device__ static void reverse_windows(tape_reader<R> tape, std::size_t halo, Consume&& consume)
+  {
     chunk* const slot = reinterpret_cast<chunk*>(staging_slots<R>());
     reverse_tile_order const order{tape.tiles(), blockIdx.x, gridDim.x};
     std::size_t const mine = order.count();
     chunk held[max_register_chunks];
 
     auto load = [&](std::size_t tile) {
-      chunk const* src = reinterpret_cast<chunk const*>(tape.tile(tile));
-      std::size_t const chunks = tape.tile_size(tile) * (sizeof(R) / sizeof(chunk));
+      staged_window<R> const w(tape, tile, halo);
 TAPEFLOW_UNROLL
       for (int q = 0; q < max_register_chunks; ++q) {
         std::size_t const c = threadIdx.x + static_cast<std::size_t>(q) * blockDim.x;
-        if (c < chunks) { held[q] = src[c]; }
+        if (c < w.chunks) { held[q] = *w.source(c); }
       }
     };
     auto store = [&](std::size_t tile) {
-      std::size_t const chunks = tape.tile_size(tile) * (sizeof(R) / sizeof(chunk));
+      std::size_t const chunks =
+        window_of(tape.layout().first(tile), tape.tile_size(tile), halo, tape.layout().records).extent *
+        staged_window<R>::chunks_per_record;
 TAPEFLOW_UNROLL
       for (int q = 0; q < max_register_chunks; ++q) {
         std::size_t const c = threadIdx.x + static_cast<std::size_t>(q) * blockDim.x;
@@ -174,7 +240,9 @@ TAPEFLOW_UNROLL
       store(tile);
       __syncthreads();
       if (k + 1 < mine) { load(order.tile(k + 1)); }  // in flight while this tile is consumed
-      consume(tile, reinterpret_cast<R const*>(slot), tape.layout().first(tile), tape.tile_size(tile));
+      window_span const span = window_of(tape.layout().first(tile), tape.tile_size(tile), halo, tape.layout().records);
+      consume(tile, tile_window<R>(reinterpret_cast<R const*>(slot), span), tape.layout().first(tile),
+              tape.tile_size(tile));
     }
   }
 };
@@ -192,6 +260,14 @@ struct bulk_tile_pipeline {
   template <class Consume>
   __device__ static void reverse(tape_reader<R> tape, Consume&& consume)
   {
+    reverse_windows(tape, 0, tile_of_window<R, Consume>{consume});
+  }
+
+  /// The same, each stage holding the tile's window of `halo` records on each side: one bulk copy
+  /// per run of the layer (two where the window wraps), both completing on the slot's barrier.
+  template <class Consume>
+  __device__ static void reverse_windows(tape_reader<R> tape, std::size_t halo, Consume&& consume)
+  {
 #if defined(TAPEFLOW_DEVICE_BULK_COPY)
     using barrier = cuda::barrier<cuda::thread_scope_block>;
 #if defined(__CUDACC__)
@@ -203,9 +279,12 @@ struct bulk_tile_pipeline {
 #pragma nv_diagnostic pop
 #endif
     R* const slots = staging_slots<R>();
-    std::size_t const tile_records = tape.layout().tile_records;
+    std::size_t const slot_records = tape.layout().tile_records + 2 * halo;
     reverse_tile_order const order{tape.tiles(), blockIdx.x, gridDim.x};
     std::size_t const mine = order.count();
+    auto const span_of = [&](std::size_t tile) {
+      return window_of(tape.layout().first(tile), tape.tile_size(tile), halo, tape.layout().records);
+    };
 
     if (threadIdx.x == 0) {
       for (int s = 0; s < Stages; ++s) { init(&full[s], 1); }  // one arrival per phase: the issuing thread's
@@ -213,14 +292,18 @@ struct bulk_tile_pipeline {
     }
     __syncthreads();
 
-    // Thread 0 only: tile f into slot f % Stages, completing on that slot's barrier.
+    // Thread 0 only: tile f's window into slot f % Stages, completing on that slot's barrier.
     auto issue = [&](std::size_t f) {
-      std::size_t const tile = order.tile(f);
+      window_span const w = span_of(order.tile(f));
       barrier& b = full[f % Stages];
-      std::size_t const bytes = tape.tile_size(tile) * sizeof(R);
-      cuda::device::memcpy_async_tx(slots + (f % Stages) * tile_records, tape.tile(tile),
-                                    cuda::aligned_size_t<16>(bytes), b);
-      static_cast<void>(cuda::device::barrier_arrive_tx(b, 1, static_cast<std::ptrdiff_t>(bytes)));
+      R* const slot = slots + (f % Stages) * slot_records;
+      std::size_t const head = w.extent < w.records - w.origin ? w.extent : w.records - w.origin;
+      cuda::device::memcpy_async_tx(slot, tape.tile(0) + w.origin, cuda::aligned_size_t<16>(head * sizeof(R)), b);
+      if (head < w.extent) {  // the window wraps past the end of the layer
+        cuda::device::memcpy_async_tx(slot + head, tape.tile(0), cuda::aligned_size_t<16>((w.extent - head) * sizeof(R)),
+                                      b);
+      }
+      static_cast<void>(cuda::device::barrier_arrive_tx(b, 1, static_cast<std::ptrdiff_t>(w.extent * sizeof(R))));
     };
     if (threadIdx.x == 0) {
       for (std::size_t f = 0; f < mine && f < static_cast<std::size_t>(Stages); ++f) { issue(f); }
@@ -229,13 +312,14 @@ struct bulk_tile_pipeline {
       // The slot's barrier completes a phase per use: use j = k / Stages waits on parity j & 1.
       full[k % Stages].wait_parity(((k / Stages) & 1) != 0);
       std::size_t const tile = order.tile(k);
-      consume(tile, static_cast<R const*>(slots + (k % Stages) * tile_records), tape.layout().first(tile),
+      consume(tile, tile_window<R>(slots + (k % Stages) * slot_records, span_of(tile)), tape.layout().first(tile),
               tape.tile_size(tile));
       __syncthreads();  // every thread is done with the slot before the engine refills it
       if (threadIdx.x == 0 && k + Stages < mine) { issue(k + Stages); }
     }
 #else
     static_cast<void>(tape);
+    static_cast<void>(halo);
     static_cast<void>(consume);
     __trap();  // older code: device::launch refuses it (the bulk dispatch requires sm_90 code)
 #endif

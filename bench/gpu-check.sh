@@ -69,7 +69,7 @@ fi
 
 gpu_tests="$build/tests/tapeflow_gpu_tests"
 host_tests="$build/tests/tapeflow_tests"
-race_filter=${RACE_FILTER:-'*TilePipeline*:*TapeBound*:AllenCahn.*:*Lbm*:*Rk4*:*ThreadTape*:GpuChains.*:StencilSegments.*'}
+race_filter=${RACE_FILTER:-'*TilePipeline*:*HaloWindows*:*HaloChain*:*TapeBound*:AllenCahn.*:*Lbm*:*Rk4*:*ThreadTape*:GpuChains.*:StencilSegments.*'}
 # The host suite's cases on the CUDA backend: instantiations named .../cuda or .../cuda_<site>.
 host_filter=${HOST_FILTER:-'*/cuda:*/cuda_*'}
 host_race_filter=${HOST_RACE_FILTER:-'Backends/HostTier.*/cuda:SitesAndPolicies/InjectedFaults.*/cuda_offload_*'}

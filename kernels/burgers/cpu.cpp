@@ -64,10 +64,8 @@ template <class T>
 std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
   if (segmented(o)) {
-    tapeflow::stencil::grid<T> const g = grid_of<T>(p);
-    tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
-    auto step = tapeflow::stencil::make_cpu_segments(stencil<T>{coefficients_of<T>(p)}, g, plan, o.ranks);
-    return open_stencil_chain<stencil<T>>(std::move(step), g, plan, o, host_half_squares<T>{});
+    return open_stencil_segments(stencil<T>{coefficients_of<T>(p)}, grid_of<T>(p), segment_plan_of<T>(p, o), o,
+                                 tapeflow::stencil::cpu_segments_maker{}, host_half_squares<T>{});
   }
   auto staging = std::make_shared<cpu::ring_stats>();
   cpu_step<T> step{p.n, coefficients_of<T>(p), staging};

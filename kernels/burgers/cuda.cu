@@ -12,10 +12,8 @@ namespace tapeflow::workloads::burgers::detail {
 template <class T>
 std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o)
 {
-  tapeflow::stencil::grid<T> const g = grid_of<T>(p);
-  tapeflow::stencil::segment_plan const plan = segment_plan_of<T>(p, o);
-  auto step = tapeflow::stencil::make_device_segments(stencil<T>{coefficients_of<T>(p)}, g, plan, o.ranks);
-  return open_stencil_chain<stencil<T>>(std::move(step), g, plan, o, device_half_squares<T>{});
+  return open_stencil_segments(stencil<T>{coefficients_of<T>(p)}, grid_of<T>(p), segment_plan_of<T>(p, o), o,
+                               tapeflow::stencil::device_segments_maker{}, device_half_squares<T>{});
 }
 
 template std::unique_ptr<session<float>> open_gpu(problem const&, options const&);

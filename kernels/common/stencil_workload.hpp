@@ -74,4 +74,15 @@ template <class S, class Step, class HalfSquares, class T = typename S::value_ty
                                            slab_layout::of_state(S::fields));
 }
 
+/// open_stencil_chain of stencil `s`'s segments, made by the backend's `make`
+/// (stencil::cpu_segments_maker, stencil::device_segments_maker) for o.ranks.
+template <class S, class Make, class HalfSquares, class T = typename S::value_type>
+[[nodiscard]] std::unique_ptr<session<T>> open_stencil_segments(S s, tapeflow::stencil::grid<T> const& whole,
+                                                                tapeflow::stencil::segment_plan const& plan,
+                                                                stencil_options const& o, Make make,
+                                                                HalfSquares half_squares)
+{
+  return open_stencil_chain<S>(make(std::move(s), whole, plan, o.ranks), whole, plan, o, std::move(half_squares));
+}
+
 }  // namespace tapeflow::workloads

@@ -17,7 +17,6 @@
 namespace tapeflow::workloads::lbm::detail {
 namespace {
 
-
 template <class T>
 struct cpu_step {
   using value_type = T;
@@ -64,9 +63,8 @@ template <class T>
 std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
   if (auto const plan = segments_of<T>(p, o)) {
-    tapeflow::stencil::grid<T> const g = grid_of<T>(p);
-    auto step = tapeflow::stencil::make_cpu_segments(stencil<T>{omega_of<T>(p)}, g, *plan, o.ranks);
-    return open_stencil_chain<stencil<T>>(std::move(step), g, *plan, o, host_half_squares<T>{});
+    return open_stencil_segments(stencil<T>{omega_of<T>(p)}, grid_of<T>(p), *plan, o,
+                                 tapeflow::stencil::cpu_segments_maker{}, host_half_squares<T>{});
   }
   auto staging = std::make_shared<cpu::ring_stats>();
   cpu_step<T> step{p.nx, p.ny, omega_of<T>(p), staging};

@@ -16,9 +16,8 @@ template <class T>
 std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o)
 {
   if (auto const plan = segments_of<T>(p, o)) {
-    tapeflow::stencil::grid<T> const g = grid_of<T>(p);
-    auto step = tapeflow::stencil::make_device_segments(stencil<T>{omega_of<T>(p)}, g, *plan, o.ranks);
-    return open_stencil_chain<stencil<T>>(std::move(step), g, *plan, o, device_half_squares<T>{});
+    return open_stencil_segments(stencil<T>{omega_of<T>(p)}, grid_of<T>(p), *plan, o,
+                                 tapeflow::stencil::device_segments_maker{}, device_half_squares<T>{});
   }
   int const sms = query_device_limits(gpu_backend).multiprocessors;
   return open_state_chain<T>(cuda_step<T>{p.nx, p.ny, omega_of<T>(p), sms}, p.steps, o, device_half_squares<T>{});

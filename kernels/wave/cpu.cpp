@@ -93,9 +93,7 @@ template <class T>
 std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
 {
   if (auto const plan = segments_of<T>(p, o)) {
-    return open_segments<T>(p, o, *plan, [](auto s, auto const& g, auto const& segments, auto const& ranks, auto m) {
-      return tapeflow::stencil::make_cpu_segments(s, g, segments, ranks, m);
-    }, host_misfit<T>{});
+    return open_segments<T>(p, o, *plan, tapeflow::stencil::cpu_segments_maker{}, host_misfit<T>{});
   }
   auto staging = std::make_shared<cpu::ring_stats>();
   return open_wave<T>(p, o, cpu_step<T>{{}, nullptr, nullptr, staging}, staging);

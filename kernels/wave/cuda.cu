@@ -183,9 +183,8 @@ template <class T>
 std::unique_ptr<session<T>> open_gpu(problem const& p, options const& o)
 {
   if (auto const plan = segments_of<T>(p, o)) {
-    return open_segments<T>(p, o, *plan, [](auto s, auto const& g, auto const& segments, auto const& ranks, auto m) {
-      return tapeflow::stencil::make_device_segments(s, g, segments, ranks, m);
-    }, device_misfit<T>{std::make_shared<device_buffer>(o.kind, sizeof(T), o.stream)});
+    return open_segments<T>(p, o, *plan, tapeflow::stencil::device_segments_maker{},
+                            device_misfit<T>{std::make_shared<device_buffer>(o.kind, sizeof(T), o.stream)});
   }
   return open_wave<T>(p, o, gpu_step<T>{{}, nullptr, nullptr, query_device_limits(gpu_backend).multiprocessors});
 }

@@ -107,4 +107,13 @@ template <class S>
   return cpu_segments<S>(cpu_runner<S>(std::move(stencil), g, plan, std::move(comm), c), plan);
 }
 
+/// make_cpu_segments as an object, for code written once over the backends (device.cuh's twin).
+struct cpu_segments_maker {
+  template <class S, class... Rest>
+  auto operator()(S stencil, Rest&&... rest) const
+  {
+    return make_cpu_segments(std::move(stencil), std::forward<Rest>(rest)...);
+  }
+};
+
 }  // namespace tapeflow::stencil

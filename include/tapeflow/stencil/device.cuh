@@ -259,4 +259,13 @@ template <class S>
   return device_segments<S>(device_runner<S>(std::move(stencil), g, plan, std::move(comm), c), plan);
 }
 
+/// make_device_segments as an object, for code written once over the backends (cpu.hpp's twin).
+struct device_segments_maker {
+  template <class S, class... Rest>
+  auto operator()(S stencil, Rest&&... rest) const
+  {
+    return make_device_segments(std::move(stencil), std::forward<Rest>(rest)...);
+  }
+};
+
 }  // namespace tapeflow::stencil

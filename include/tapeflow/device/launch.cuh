@@ -51,7 +51,9 @@ inline std::string kernel_name(void const* kernel)
 {
   char const* raw = nullptr;
 #if defined(TAPEFLOW_PLATFORM_HIP)
-  raw = hipKernelNameRefByPtr(kernel, nullptr);
+#if defined(__HIP_PLATFORM_AMD__)
+  raw = hipKernelNameRefByPtr(kernel, nullptr);  // AMD's runtime only; HIP on NVIDIA gives the address
+#endif
 #elif defined(CUDART_VERSION) && CUDART_VERSION >= 12030
   if (cudaFuncGetName(&raw, kernel) != cudaSuccess) {
     static_cast<void>(cudaGetLastError());

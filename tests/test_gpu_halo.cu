@@ -5,6 +5,7 @@
 // neighbours through those windows, gives the host's gradient, the same bits under every policy
 // and pipeline. Skipped (with the reason) when no GPU is present.
 #include "gpu_backend.hpp"
+#include "random_layer.cuh"
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/chain.hpp>
@@ -28,12 +29,8 @@
 namespace tapeflow {
 namespace {
 
-using rec = value_record<unsigned, 4>;
-
-TAPEFLOW_HOST_DEVICE unsigned digest(rec const& v) noexcept
-{
-  return v.values[0] ^ (v.values[1] * 3u) ^ (v.values[2] * 7u) ^ (v.values[3] * 11u);
-}
+using rec = testing::digest_record;
+using testing::digest;
 
 /// What record r of a layer of `records` sees through its window: the records r - halo ... r + halo
 /// (wrapped), folded in order.
@@ -76,16 +73,11 @@ void PrintTo(window_case const& c, std::ostream* os)
       << " stages, " << c.block_threads << " threads" << (c.plain ? ", plain" : "") << (c.bulk ? ", bulk" : "");
 }
 
-class SM80_HaloWindows : public ::testing::TestWithParam<window_case> {
- protected:
-  void SetUp() override
-  {
-    TAPEFLOW_REQUIRE_DEVICE(gpu_backend);
-  }
-};
+using SM80_HaloWindows = ::testing::TestWithParam<window_case>;
 
 TEST_P(SM80_HaloWindows, EveryTileSeesItsNeighboursRecordsWrappedAround)
 {
+  TAPEFLOW_REQUIRE_DEVICE(gpu_backend);
   window_case const c = GetParam();
   device_limits const limits = query_device_limits(gpu_backend);
   pipeline_request request{sizeof(rec), c.records, c.tile_records, c.stages, c.block_threads, c.plain};
@@ -95,15 +87,9 @@ TEST_P(SM80_HaloWindows, EveryTileSeesItsNeighboursRecordsWrappedAround)
   ASSERT_EQ(plan.halo_records, c.halo);
   ASSERT_EQ(plan.smem_bytes, (plan.async_copy ? plan.stages : 1) * plan.window_records() * sizeof(rec));
 
-  std::mt19937 rng(std::random_device{}());
-  std::vector<rec> host(c.records);
-  for (rec& r : host) {
-    for (unsigned& v : r.values) { v = static_cast<unsigned>(rng()); }
-  }
   tape t(gpu_backend);
-  layer& l = t.push<rec>(c.records, plan.tile_records);
-  TAPEFLOW_CUDA_TRY(cudaMemcpy(l.writer<rec>().data(), host.data(), c.records * sizeof(rec), cudaMemcpyHostToDevice));
-  l.commit();
+  testing::random_layer const data(t, c.records, plan.tile_records);
+  layer& l = data.on_device;
   device_buffer sums(gpu_backend, c.records * sizeof(unsigned), {});
   device_buffer visits(gpu_backend, c.records * sizeof(unsigned), {});
   sums.fill(0xFF, {});
@@ -119,7 +105,7 @@ TEST_P(SM80_HaloWindows, EveryTileSeesItsNeighboursRecordsWrappedAround)
   visits.download(got_visits.data(), visits.size(), {});
   for (std::size_t r = 0; r < c.records; ++r) {
     ASSERT_EQ(got_visits[r], 1u) << "record " << r;
-    ASSERT_EQ(got_sums[r], neighbourhood(host.data(), r, c.halo, c.records)) << "record " << r;
+    ASSERT_EQ(got_sums[r], neighbourhood(data.host.data(), r, c.halo, c.records)) << "record " << r;
   }
 }
 

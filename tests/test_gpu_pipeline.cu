@@ -3,6 +3,7 @@
 // right contents, by each pipeline variant and many tile/stage/grid shapes. Skipped (with the
 // reason) when no CUDA device is present.
 #include "gpu_backend.hpp"
+#include "random_layer.cuh"
 
 #include <tapeflow/backend.hpp>
 #include <tapeflow/device/launch.cuh>
@@ -25,7 +26,8 @@
 namespace tapeflow {
 namespace {
 
-using rec = value_record<unsigned, 4>;
+using rec = testing::digest_record;
+using testing::digest;
 
 // Each thread reads the staged records from the far end of the tile (record count-1-i for i = its
 // index), so it reads what other threads of the block staged: a pipeline that publishes a tile
@@ -39,7 +41,7 @@ __global__ void stage_kernel(tape_reader<rec> tape, unsigned* sums, unsigned* vi
       for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) {
         std::size_t const mirrored = count - 1 - i;
         rec const v = staged[mirrored];
-        sums[first + mirrored] = v.values[0] ^ (v.values[1] * 3u) ^ (v.values[2] * 7u) ^ (v.values[3] * 11u);
+        sums[first + mirrored] = digest(v);
         atomicAdd(visits + first + mirrored, 1u);
       }
     });
@@ -94,15 +96,9 @@ TEST_P(SM80_TilePipeline, StagesEveryRecordOnceLastTileFirst)
       << plan.describe();
   }
 
-  std::mt19937 rng(std::random_device{}());
-  std::vector<rec> host(c.records);
-  for (rec& r : host) {
-    for (unsigned& v : r.values) { v = static_cast<unsigned>(rng()); }
-  }
   tape t(gpu_backend);
-  layer& l = t.push<rec>(c.records, plan.tile_records);
-  TAPEFLOW_CUDA_TRY(cudaMemcpy(l.writer<rec>().data(), host.data(), c.records * sizeof(rec), cudaMemcpyHostToDevice));
-  l.commit();
+  testing::random_layer const data(t, c.records, plan.tile_records);
+  layer& l = data.on_device;
 
   device_buffer sums(gpu_backend, c.records * sizeof(unsigned), {});
   device_buffer visits(gpu_backend, c.records * sizeof(unsigned), {});
@@ -120,9 +116,9 @@ TEST_P(SM80_TilePipeline, StagesEveryRecordOnceLastTileFirst)
   visits.download(got_visits.data(), visits.size(), {});
   owner.download(got_owner.data(), owner.size(), {});
   for (std::size_t i = 0; i < c.records; ++i) {
-    rec const& v = host[i];
+    rec const& v = data.host[i];
     ASSERT_EQ(got_visits[i], 1u) << "record " << i;
-    ASSERT_EQ(got_sums[i], v.values[0] ^ (v.values[1] * 3u) ^ (v.values[2] * 7u) ^ (v.values[3] * 11u)) << i;
+    ASSERT_EQ(got_sums[i], digest(v)) << i;
   }
   for (std::size_t tile = 0; tile < plan.tiles; ++tile) {
     EXPECT_EQ(got_owner[tile], (plan.tiles - 1 - tile) % static_cast<std::size_t>(plan.grid_blocks)) << tile;

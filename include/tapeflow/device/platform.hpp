@@ -198,8 +198,8 @@ void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t
 }
 #endif
 
-#if defined(__CUDACC__) && !defined(TAPEFLOW_PLATFORM_HIP)
-/// The lanes of the calling thread's warp below it (%lanemask_lt).
+#if defined(__CUDACC__) && !defined(__HIP_PLATFORM_AMD__)
+/// The lanes of the calling thread's warp below it (%lanemask_lt): CUDA's warps, HIP on NVIDIA too.
 __device__ inline unsigned lane_mask_lt() noexcept
 {
   unsigned lower = 0;

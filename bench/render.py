@@ -253,10 +253,6 @@ class Sweep:
     fastest_peer: Optional[tuple]  # (variant, ms)
 
 
-def milliseconds(ms: float) -> str:
-    return f"{ms:.3g} ms" if ms < 1000 else f"{ms:.0f} ms"
-
-
 def timed(r: dict) -> Optional[float]:
     """The time a row is judged by: the tape-bound microbenchmark's reverse sweep (what its bytes
     were counted over), every workload's gradient."""
@@ -343,7 +339,7 @@ def plot(results: dict, path: str) -> bool:
         for yi, b in zip(y, p.bars):
             if b.bound is not None:
                 ax.plot([b.bound, b.bound], [yi - 0.42, yi + 0.42], color="black", linewidth=2)
-            said = f"{milliseconds(b.ms)}  ×{b.relative:.2f}"
+            said = f"{fmt(b.ms)} ms  ×{b.relative:.2f}"
             if b.relative > top:
                 ax.text(top * 0.98, yi, said + " ▸", va="center", ha="right", fontsize=7.5, color="white",
                         fontweight="bold")
@@ -366,11 +362,11 @@ def plot(results: dict, path: str) -> bool:
                     color=COLOURS["tapeflow"], label=f"tapeflow {policy}")
         if sweep.unbounded_ms:
             ax.axhline(sweep.unbounded_ms, color=COLOURS["tapeflow"], linestyle=(0, (1, 3)), linewidth=1,
-                       label=f"tapeflow store, no budget ({milliseconds(sweep.unbounded_ms)})")
+                       label=f"tapeflow store, no budget ({fmt(sweep.unbounded_ms)} ms)")
         if sweep.fastest_peer:
             name, ms = sweep.fastest_peer
             ax.axhline(ms, color=COLOURS["pytorch"] if "torch" in name else COLOURS["jax"], linestyle=":",
-                       linewidth=1.2, label=f"fastest peer: {name} ({milliseconds(ms)})")
+                       linewidth=1.2, label=f"fastest peer: {name} ({fmt(ms)} ms)")
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())

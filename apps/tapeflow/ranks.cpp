@@ -9,10 +9,13 @@
 #include <mpi.h>
 #endif
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tapeflow::cli {
 
@@ -54,14 +57,24 @@ struct meeting {
   int first_failed;  ///< the lowest rank that brought a failure; the ranks' count when none did
 };
 
+/// Collective: every rank's status, gathered through the run's communicator. A meeting that
+/// cannot be held (the communicator failed) ends the run.
 meeting meet(int status) noexcept
 {
-  int const rank = ranks_of_this_run()->rank();
-  int const mine = status != 0 ? rank : ranks_of_this_run()->size();
-  meeting m{};
-  MPI_Allreduce(&status, &m.status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Allreduce(&mine, &m.first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return m;
+  distributed::communicator& ranks = *ranks_of_this_run();
+  try {
+    std::vector<int> const all = distributed::gather_all(ranks, status);
+    meeting m{0, ranks.size()};
+    for (int r = 0; r < ranks.size(); ++r) {
+      m.status = std::max(m.status, all[static_cast<std::size_t>(r)]);
+      if (all[static_cast<std::size_t>(r)] != 0 && m.first_failed == ranks.size()) { m.first_failed = r; }
+    }
+    return m;
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "tapeflow: the ranks could not meet: %s\n", e.what());
+    MPI_Abort(MPI_COMM_WORLD, status != 0 ? status : 1);
+    return {status, ranks.rank()};  // not reached: MPI_Abort ends the run
+  }
 }
 #endif
 }  // namespace

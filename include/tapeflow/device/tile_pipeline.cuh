@@ -65,6 +65,14 @@ __device__ R* staging_slots() noexcept
   return dynamic_shared<R>();
 }
 
+/// The records tile `tile` of `tape` is staged with: the tile and `halo` records on each side.
+template <class R>
+[[nodiscard]] TAPEFLOW_HOST_DEVICE window_span window_of_tile(tape_reader<R> const& tape, std::size_t tile,
+                                                             std::size_t halo) noexcept
+{
+  return window_of(tape.layout().first(tile), tape.tile_size(tile), halo, tape.layout().records);
+}
+
 /// Where a tile's window lies in its layer: `head` records from `origin`, then, where it wraps
 /// past the layer's end, the rest from record 0. Counted in 16-byte chunks, as the pipelines copy.
 template <class R>
@@ -79,7 +87,7 @@ struct staged_window {
   std::size_t chunks;        ///< the whole window's
 
   TAPEFLOW_HOST_DEVICE staged_window(tape_reader<R> const& tape, std::size_t tile, std::size_t halo) noexcept
-    : span(window_of(tape.layout().first(tile), tape.tile_size(tile), halo, tape.layout().records)),
+    : span(window_of_tile(tape, tile, halo)),
       head_source(reinterpret_cast<chunk const*>(tape.tile(0) + span.origin)),
       tail_source(reinterpret_cast<chunk const*>(tape.tile(0))),
       head_chunks((span.extent < span.records - span.origin ? span.extent : span.records - span.origin) *
@@ -178,9 +186,8 @@ struct tile_pipeline<R, Stages, std::enable_if_t<(Stages > 0)>> {
       cuda::pipeline_consumer_wait_prior<Stages - 1>(pipe);  // this thread's chunks of tile k
       __syncthreads();                                         // everyone's chunks of tile k
       std::size_t const tile = order.tile(k);
-      window_span const span = window_of(tape.layout().first(tile), tape.tile_size(tile), halo, tape.layout().records);
-      consume(tile, tile_window<R>(slots + (k % Stages) * slot_records, span), tape.layout().first(tile),
-              tape.tile_size(tile));
+      consume(tile, tile_window<R>(slots + (k % Stages) * slot_records, window_of_tile(tape, tile, halo)),
+              tape.layout().first(tile), tape.tile_size(tile));
       __syncthreads();  // every thread is done with the slot before tile k + Stages refills it
       pipe.consumer_release();
     }
@@ -212,24 +219,25 @@ struct tile_pipeline<R, 0, void> {
     reverse_tile_order const order{tape.tiles(), blockIdx.x, gridDim.x};
     std::size_t const mine = order.count();
     chunk held[max_register_chunks];
+    window_span held_span{};  // the window `held` holds
 
     auto load = [&](std::size_t tile) {
       staged_window<R> const w(tape, tile, halo);
+      held_span = w.span;
 TAPEFLOW_UNROLL
       for (int q = 0; q < max_register_chunks; ++q) {
         std::size_t const c = threadIdx.x + static_cast<std::size_t>(q) * blockDim.x;
         if (c < w.chunks) { held[q] = *w.source(c); }
       }
     };
-    auto store = [&](std::size_t tile) {
-      std::size_t const chunks =
-        window_of(tape.layout().first(tile), tape.tile_size(tile), halo, tape.layout().records).extent *
-        staged_window<R>::chunks_per_record;
+    auto store = [&]() {  // the held window into the slot; returns where it lies in the layer
+      std::size_t const chunks = held_span.extent * staged_window<R>::chunks_per_record;
 TAPEFLOW_UNROLL
       for (int q = 0; q < max_register_chunks; ++q) {
         std::size_t const c = threadIdx.x + static_cast<std::size_t>(q) * blockDim.x;
         if (c < chunks) { slot[c] = held[q]; }
       }
+      return held_span;
     };
 
     if (mine == 0) { return; }
@@ -237,10 +245,9 @@ TAPEFLOW_UNROLL
     for (std::size_t k = 0; k < mine; ++k) {
       std::size_t const tile = order.tile(k);
       __syncthreads();  // every thread is done with the previous tile in shared memory
-      store(tile);
+      window_span const span = store();
       __syncthreads();
       if (k + 1 < mine) { load(order.tile(k + 1)); }  // in flight while this tile is consumed
-      window_span const span = window_of(tape.layout().first(tile), tape.tile_size(tile), halo, tape.layout().records);
       consume(tile, tile_window<R>(reinterpret_cast<R const*>(slot), span), tape.layout().first(tile),
               tape.tile_size(tile));
     }
@@ -282,9 +289,6 @@ struct bulk_tile_pipeline {
     std::size_t const slot_records = tape.layout().tile_records + 2 * halo;
     reverse_tile_order const order{tape.tiles(), blockIdx.x, gridDim.x};
     std::size_t const mine = order.count();
-    auto const span_of = [&](std::size_t tile) {
-      return window_of(tape.layout().first(tile), tape.tile_size(tile), halo, tape.layout().records);
-    };
 
     if (threadIdx.x == 0) {
       for (int s = 0; s < Stages; ++s) { init(&full[s], 1); }  // one arrival per phase: the issuing thread's
@@ -294,16 +298,16 @@ struct bulk_tile_pipeline {
 
     // Thread 0 only: tile f's window into slot f % Stages, completing on that slot's barrier.
     auto issue = [&](std::size_t f) {
-      window_span const w = span_of(order.tile(f));
+      using chunk = typename staged_window<R>::chunk;
+      staged_window<R> const w(tape, order.tile(f), halo);
       barrier& b = full[f % Stages];
-      R* const slot = slots + (f % Stages) * slot_records;
-      std::size_t const head = w.extent < w.records - w.origin ? w.extent : w.records - w.origin;
-      cuda::device::memcpy_async_tx(slot, tape.tile(0) + w.origin, cuda::aligned_size_t<16>(head * sizeof(R)), b);
-      if (head < w.extent) {  // the window wraps past the end of the layer
-        cuda::device::memcpy_async_tx(slot + head, tape.tile(0), cuda::aligned_size_t<16>((w.extent - head) * sizeof(R)),
-                                      b);
+      auto* const slot = reinterpret_cast<chunk*>(slots + (f % Stages) * slot_records);
+      cuda::device::memcpy_async_tx(slot, w.head_source, cuda::aligned_size_t<16>(w.head_chunks * sizeof(chunk)), b);
+      if (w.head_chunks < w.chunks) {  // the window wraps past the end of the layer
+        cuda::device::memcpy_async_tx(slot + w.head_chunks, w.tail_source,
+                                      cuda::aligned_size_t<16>((w.chunks - w.head_chunks) * sizeof(chunk)), b);
       }
-      static_cast<void>(cuda::device::barrier_arrive_tx(b, 1, static_cast<std::ptrdiff_t>(w.extent * sizeof(R))));
+      static_cast<void>(cuda::device::barrier_arrive_tx(b, 1, static_cast<std::ptrdiff_t>(w.chunks * sizeof(chunk))));
     };
     if (threadIdx.x == 0) {
       for (std::size_t f = 0; f < mine && f < static_cast<std::size_t>(Stages); ++f) { issue(f); }
@@ -312,8 +316,8 @@ struct bulk_tile_pipeline {
       // The slot's barrier completes a phase per use: use j = k / Stages waits on parity j & 1.
       full[k % Stages].wait_parity(((k / Stages) & 1) != 0);
       std::size_t const tile = order.tile(k);
-      consume(tile, tile_window<R>(slots + (k % Stages) * slot_records, span_of(tile)), tape.layout().first(tile),
-              tape.tile_size(tile));
+      consume(tile, tile_window<R>(slots + (k % Stages) * slot_records, window_of_tile(tape, tile, halo)),
+              tape.layout().first(tile), tape.tile_size(tile));
       __syncthreads();  // every thread is done with the slot before the engine refills it
       if (threadIdx.x == 0 && k + Stages < mine) { issue(k + Stages); }
     }

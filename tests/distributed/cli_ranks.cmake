@@ -58,4 +58,22 @@ function(refused_under_ranks reason)
 endfunction()
 refused_under_ranks("does not run cut over MPI ranks" run rk4 --particles 8 --input none.bin --grad-out x.bin)
 refused_under_ranks("bench times one process" bench allen-cahn --n 16 --steps 2)
-message(STATUS "the ranks gave the one-process gradients' bits; rk4 and bench were refused")
+
+# Ranks that fail apart before they start together (one launch, each rank its own arguments): every
+# rank exits 2, MPI finalised, and only the lowest failed rank's message is printed, once.
+function(fails_apart said not_said)
+  set(run run allen-cahn --n 48 --steps 3 --grad-out x.bin --input)
+  execute_process(COMMAND "${MPIEXEC}" ${FLAGS} -n 1 "${CLI}" ${run} ${ARGV2} : -n 1 "${CLI}" ${run} ${ARGV3}
+                          : -n 1 "${CLI}" ${run} ${ARGV4}
+                  WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
+  string(REGEX MATCHALL "tapeflow: " printed "${err}")
+  list(LENGTH printed times)
+  if(NOT rc EQUAL 2 OR NOT err MATCHES "${said}" OR err MATCHES "${not_said}" OR NOT times EQUAL 1
+     OR err MATCHES "MPI_[Aa][Bb][Oo][Rr][Tt]")
+    message(FATAL_ERROR "inputs ${ARGN}: not stopped with exit 2 and one message, naming ${said} (exit ${rc}):\n${err}")
+  endif()
+endfunction()
+fails_apart("missing-1[.]bin" "missing-2" u0.bin missing-1.bin missing-2.bin)  # ranks 1 and 2 fail
+fails_apart("missing-0[.]bin" "missing-2" missing-0.bin u0.bin missing-2.bin)  # ranks 0 and 2 fail
+message(STATUS "the ranks gave the one-process gradients' bits; rk4 and bench were refused; ranks failing "
+               "apart stopped together")

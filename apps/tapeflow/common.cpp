@@ -454,22 +454,31 @@ json_object schedule_json(chain_stats const& c)
   return out;
 }
 
+namespace {
+
+/// What a chain planned: its policy, budget, layers and tape, the predicted time, the plan and the
+/// schedule (`tapeflow plan --json`, and the start of a run's chain statistics).
+void add_chain_plan(json_object& o, chain_stats const& c)
+{
+  o.add("policy", std::string{tapeflow::to_string(c.policy)})
+    .add("budget_bytes", c.budget_bytes)
+    .add("layers", c.steps)
+    .add("layer_bytes", c.layer_bytes)
+    .add("tape_bytes", c.tape_bytes)
+    .add("predicted_ms", c.tiers.predicted_ms)
+    .add("plan", chain_plan_json(c))
+    .add("schedule", schedule_json(c));
+}
+
+}  // namespace
+
 void write_plan_json(parsed_args const& args, workload const& w, std::string const& dtype, backend kind,
                      chain_stats const& planned)
 {
   if (!args.has("json")) { return; }
   json_object plan;
-  plan.add("workload", w.name)
-    .add("dtype", dtype)
-    .add("backend", std::string{tapeflow::to_string(kind)})
-    .add("policy", std::string{tapeflow::to_string(planned.policy)})
-    .add("budget_bytes", planned.budget_bytes)
-    .add("layers", planned.steps)
-    .add("layer_bytes", planned.layer_bytes)
-    .add("tape_bytes", planned.tape_bytes)
-    .add("predicted_ms", planned.tiers.predicted_ms)
-    .add("plan", chain_plan_json(planned))
-    .add("schedule", schedule_json(planned));
+  plan.add("workload", w.name).add("dtype", dtype).add("backend", std::string{tapeflow::to_string(kind)});
+  add_chain_plan(plan, planned);
   if (args.text("json") == "-") {
     std::printf("%s\n", plan.str().c_str());
   } else {
@@ -479,14 +488,11 @@ void write_plan_json(parsed_args const& args, workload const& w, std::string con
 
 namespace {
 
+/// What a chain planned (add_chain_plan) and what it measured.
 void add_chain_stats(json_object& stats, chain_stats const& c)
 {
-  stats.add("policy", std::string{tapeflow::to_string(c.policy)})
-    .add("budget_bytes", c.budget_bytes)
-    .add("layers", c.steps)
-    .add("layer_bytes", c.layer_bytes)
-    .add("tape_bytes", c.tape_bytes)
-    .add("device_tier_bytes", c.tiers.bytes_per_tier[static_cast<std::size_t>(tier::device)])
+  add_chain_plan(stats, c);
+  stats.add("device_tier_bytes", c.tiers.bytes_per_tier[static_cast<std::size_t>(tier::device)])
     .add("host_tier_bytes", c.tiers.bytes_per_tier[static_cast<std::size_t>(tier::host)])
     .add("recompute_tier_bytes", c.tiers.bytes_per_tier[static_cast<std::size_t>(tier::recompute)])
     .add("peak_tape_bytes", c.peak_tape_bytes)
@@ -497,10 +503,7 @@ void add_chain_stats(json_object& stats, chain_stats const& c)
     .add("prefetches", c.prefetches)
     .add("recompute_steps", c.recompute_steps)
     .add("recompute_ms", c.recompute_ms)
-    .add("predicted_ms", c.tiers.predicted_ms)
-    .add("measured_ms", c.forward_ms + c.reverse_ms)
-    .add("plan", chain_plan_json(c))
-    .add("schedule", schedule_json(c));
+    .add("measured_ms", c.forward_ms + c.reverse_ms);
 }
 
 json_object arena_json(thread_tape_stats const& a)

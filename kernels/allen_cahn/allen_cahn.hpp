@@ -30,15 +30,8 @@ struct options : stencil_options {
   tape_content content{tape_content::values};
 };
 
-/// dL/du_0 (row-major), L, the chain's stats and the peak device bytes.
-template <class T>
-using gradient_result = state_gradient<T>;
-
-// gradient(problem, x0, options): dL/dx_0 and L; primal(problem, x0, options): x_T without a tape;
-// loss(x): 0.5 * sum(x^2) (tapeflow/workloads/common/state_gradient.hpp).
-using workloads::gradient;
-using workloads::loss;
-using workloads::primal;
+// gradient_result<T> (dL/du_0 (row-major) and L), gradient(), primal(), loss(): state_gradient.hpp.
+using namespace workloads::state_workload;
 
 /// Throws logic_error unless n >= 1, steps >= 1, n*n does not overflow and `values` == n*n.
 void validate(problem const& p, std::size_t values);

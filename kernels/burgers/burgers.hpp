@@ -32,14 +32,8 @@ struct problem {
 /// layer; K > 1, segments of K steps recomputed on chip in the reverse; 0, the planner's K).
 struct options : stencil_options {};
 
-template <class T>
-using gradient_result = state_gradient<T>;
-
-// gradient(problem, x0, options): dL/dx_0 and L; primal(problem, x0, options): x_T without a tape;
-// loss(x): 0.5 * sum(x^2) (tapeflow/workloads/common/state_gradient.hpp).
-using workloads::gradient;
-using workloads::loss;
-using workloads::primal;
+// gradient_result<T> (dL/du_0 and L), gradient(), primal(), loss(): state_gradient.hpp.
+using namespace workloads::state_workload;
 
 /// Throws logic_error unless n >= 1, steps >= 1, a is finite, 0 < b <= 1/2 and `values` == n.
 void validate(problem const& p, std::size_t values);

@@ -73,4 +73,16 @@ template <class T>
 {
   return half_sum_of_squares(x.data(), x.size());
 }
+
+/// What the namespace of a workload whose input is its initial state takes in with
+/// `using namespace workloads::state_workload;`: its result type, gradient_result<T> (dL/dx_0 laid
+/// out as the state, L, the chain's stats and the peak device bytes), and the entry points above:
+/// gradient(problem, x0, options), primal(problem, x0, options) (x_T without a tape) and loss(x).
+namespace state_workload {
+template <class T>
+using gradient_result = state_gradient<T>;
+using workloads::gradient;
+using workloads::loss;
+using workloads::primal;
+}  // namespace state_workload
 }  // namespace tapeflow::workloads

@@ -32,15 +32,8 @@ struct problem {
 /// 0 whichever moves fewer bytes. Ranks cut the lattice along y (docs/distributed.md).
 struct options : stencil_options {};
 
-/// dL/df_0 (9 planes of nx * ny), L, the chain's stats and the peak device bytes.
-template <class T>
-using gradient_result = state_gradient<T>;
-
-// gradient(problem, x0, options): dL/dx_0 and L; primal(problem, x0, options): x_T without a tape;
-// loss(x): 0.5 * sum(x^2) (tapeflow/workloads/common/state_gradient.hpp).
-using workloads::gradient;
-using workloads::loss;
-using workloads::primal;
+// gradient_result<T> (dL/df_0 (9 planes of nx * ny) and L), gradient(), primal(), loss(): state_gradient.hpp.
+using namespace workloads::state_workload;
 
 /// Throws logic_error unless nx, ny, steps >= 1, tau > 0.5 (finite), 9*nx*ny does not overflow
 /// and `values` == 9*nx*ny.

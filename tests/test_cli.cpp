@@ -246,6 +246,34 @@ TEST_F(Cli, BadUsageAndInputExitWithStatus2)
   }
 }
 
+TEST_F(Cli, AnUnwritableOutputIsRefusedBeforeAnyWork)
+{
+  ASSERT_EQ(run("init allen-cahn --n 4 --seed 2 --out " + path("u0.bin")), 0) << output_;
+  std::string const in = " --input " + path("u0.bin");
+  std::string const nowhere = "/nonexistent/dir/out";
+  for (std::string const& args :
+       {"run allen-cahn --n 4 --steps 3 --backend cpu" + in + " --grad-out " + nowhere,
+        "run allen-cahn --n 4 --steps 3 --backend cpu" + in + " --grad-out " + path("g.bin") + " --json " + nowhere,
+        "plan allen-cahn --n 4 --steps 3 --backend cpu --json " + nowhere,
+        "bench allen-cahn --n 4 --steps 3 --backend cpu --repeats 1 --json " + nowhere,
+        "init allen-cahn --n 4 --out " + nowhere}) {
+    EXPECT_EQ(run(args), 2) << args << "\n" << output_;
+    EXPECT_NE(output_.find("cannot open output file '" + nowhere + "'"), std::string::npos) << args << "\n" << output_;
+    for (char const* work : {"plan:", "loss:", "forward", "wrote"}) {
+      EXPECT_EQ(output_.find(work), std::string::npos) << "refused after work began: " << args << "\n" << output_;
+    }
+  }
+  // The check neither creates a file nor changes one: a run refused later leaves both as they were.
+  { std::ofstream(path("kept.bin"), std::ios::binary) << "kept"; }
+  EXPECT_EQ(run("run allen-cahn --n 4 --steps 3 --backend cpu --input " + path("missing.bin") + " --grad-out " +
+                path("kept.bin") + " --json " + path("absent.json")),
+            2)
+    << output_;
+  std::ifstream kept(path("kept.bin"), std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(kept), {}), "kept");
+  EXPECT_FALSE(std::ifstream(path("absent.json")).good()) << "the check created the file it checked";
+}
+
 TEST_F(Cli, BenchReportsMediansAndARow)
 {
   ASSERT_EQ(run("bench allen-cahn --n 64 --steps 5 --backend cpu --warmup 1 --repeats 3 --json " + path("row.json")), 0)

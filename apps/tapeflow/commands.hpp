@@ -68,6 +68,7 @@ class commands {
     problem const p = described::problem_of(args, true);
     std::string const dtype = dtype_of(args, entry());
     std::string const out = args.text("out");
+    require_writable(args, {"out"});
     described::with_precision(dtype, [&](auto t) {
       write_values(out, D::template random_inputs<decltype(t)>(p, seed_of(args)));
       return 0;
@@ -81,6 +82,7 @@ class commands {
   {
     problem const p = described::problem_of(args, false);
     options o = options_of(args);
+    require_writable(args, {"grad-out", "json"});
     progress_bar const bar(args);
     o.progress = bar.callback();
     std::string const dtype = dtype_of(args, entry());
@@ -123,6 +125,7 @@ class commands {
   {
     problem const p = described::problem_of(args, false);
     options const o = options_of(args);
+    require_writable(args, {"json"});
     std::string const dtype = dtype_of(args, entry());
     bool const quiet = args.has("json") && args.text("json") == "-";  // standard output is the JSON
     start_together();
@@ -149,6 +152,7 @@ class commands {
     int warmup = 0;
     int repeats = 0;
     bench_counts(args, warmup, repeats);
+    require_writable(args, {"json"});
     print_header(command::bench, entry(), described::sizes(p), dtype, o.kind);
     std::printf("        %d warm-up + %d timed runs\n", warmup, repeats);
     return described::with_precision(dtype, [&](auto t) {

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
 
@@ -254,6 +256,21 @@ void write_text(std::string const& path, std::string const& text)
   out << text << '\n';
   out.close();
   if (!out) { TAPEFLOW_FAIL(io_error, "writing output file '" + path + "' failed"); }
+}
+
+void require_writable(parsed_args const& args, std::initializer_list<char const*> flags)
+{
+  if (!writes_files()) { return; }
+  for (char const* flag : flags) {
+    if (!args.has(flag) || args.text(flag) == "-") { continue; }
+    std::string const path = args.text(flag);
+    std::error_code ignored;
+    bool const existed = std::filesystem::exists(path, ignored);
+    if (!std::ofstream(path, std::ios::binary | std::ios::app)) {  // appending changes nothing yet
+      TAPEFLOW_FAIL(io_error, "cannot open output file '" + path + "'");
+    }
+    if (!existed) { std::filesystem::remove(path, ignored); }
+  }
 }
 
 std::string human_bytes(std::size_t bytes)

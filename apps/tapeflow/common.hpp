@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,12 @@ void write_values(std::string const& path, std::vector<std::vector<T>> const& pa
 
 /// Writes `text` and a newline to `path`; over ranks, rank 0 does.
 void write_text(std::string const& path, std::string const& text);
+
+/// Fails now, with the io_error the write at the end would raise, unless each of `flags` that was
+/// given names a file this process can write ("-", standard output, always can): a run does not
+/// compute for hours to lose its result, and over ranks the failure is met before the ranks start
+/// together. Leaves an existing file as it was and creates none. Over ranks, rank 0 checks.
+void require_writable(parsed_args const& args, std::initializer_list<char const*> flags);
 
 // ---- output -----------------------------------------------------------------------------------
 [[nodiscard]] std::string human_bytes(std::size_t bytes);

@@ -58,6 +58,8 @@ function(refused_under_ranks reason)
 endfunction()
 refused_under_ranks("does not run cut over MPI ranks" run rk4 --particles 8 --input none.bin --grad-out x.bin)
 refused_under_ranks("bench times one process" bench allen-cahn --n 16 --steps 2)
+# Rank 0 writes the files, and finds out before the ranks start that it cannot.
+refused_under_ranks("cannot open output file" run allen-cahn --n 48 --steps 3 --input u0.bin --grad-out /nonexistent/g.bin)
 
 # Ranks that fail apart before they start together (one launch, each rank its own arguments): every
 # rank exits 2, MPI finalised, and only the lowest failed rank's message is printed, once.

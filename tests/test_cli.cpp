@@ -239,6 +239,9 @@ TEST_F(Cli, BadUsageAndInputExitWithStatus2)
     {ok + " --step-costs 0,1,1", "--step-costs must be three positive numbers"},
     {ok + " --step-costs 1,2,3,4", "--step-costs must be three positive numbers"},
     {"plan allen-cahn --n 4 --steps 3 --measure-steps", "--measure-steps"},
+    {ok + " --ranks-grid 2x2", "arranges 4 ranks; the run has 1 (run it under mpirun)"},
+    {ok + " --ranks-grid 2by2", "--ranks-grid must be PYxPX"},
+    {ok + " --ranks-grid 0x1", "--ranks-grid must be PYxPX"},
   };
   for (bad_case const& c : cases) {
     EXPECT_EQ(run(c.args), 2) << c.args << "\n" << output_;

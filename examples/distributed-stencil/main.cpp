@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// A stencil gradient over MPI ranks (docs/distributed.md): each rank owns a slab of an n x n periodic
-// grid. A collective chain runs segments of k steps on the slab, and the ranks exchange ghost
-// planes once per segment. The program:
+// A stencil gradient over MPI ranks (docs/distributed.md): each rank owns a part of an n x n periodic
+// grid (a slab of rows; over 4 or more ranks, a block of rows and columns). A collective chain runs
+// segments of k steps on the part, and the ranks exchange ghost cells once per segment. The program:
 //   - checks its gradient against central finite differences of the loss in a random direction
 //     (exit 1 if they disagree);
 //   - prints where the time went: the forward, the reverse, and the part of both spent in ghost
 //     exchanges.
-// CTest runs it on 2 ranks (example_distributed_stencil, label mpi).
+// CTest runs it on 4 ranks, as 2 x 2 blocks (example_distributed_stencil, label mpi).
 //
 //   mpiexec -n 4 tapeflow_example_distributed_stencil [n] [steps] [k] [store|recompute|auto]
 #include <tapeflow/distributed/mpi.hpp>
@@ -96,7 +96,9 @@ int run(int argc, char** argv)
   auto const plan = st::plan_slab_segments<reaction_diffusion>(whole, steps, tapeflow::query_device_limits(tapeflow::backend::cpu),
                                                                request, *comm);
   auto step = st::make_cpu_segments(s, whole, plan, comm);
-  st::slab const mine = st::slab::of(n, comm->size(), comm->rank());
+  st::block const mine = st::cut_for<reaction_diffusion>(whole, plan, *comm).where;  // rows, and columns over 4+ ranks
+  std::size_t const first_col = mine.cut_inner() ? mine.inner.offset : 0;
+  std::size_t const cols = mine.cut_inner() ? mine.inner.extent : n;
 
   tapeflow::chain_options o;
   o.policy = tapeflow::parse_policy(policy);
@@ -104,7 +106,7 @@ int run(int argc, char** argv)
   o.collective = comm;
   tapeflow::chain<decltype(step)> chain(step, step.segments(), o);
 
-  // The same random u_0 and direction v on every rank; each keeps its slab's rows.
+  // The same random u_0 and direction v on every rank; each keeps its part's cells.
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> d(-0.9, 0.9);
   std::vector<double> u0(step.state_size(), 0.0);
@@ -113,9 +115,12 @@ int run(int argc, char** argv)
     double const ui = d(rng);
     double const vi = d(rng);
     std::size_t const row = i / n;
-    if (row >= mine.offset && row < mine.offset + mine.extent) {
-      u0[i - mine.offset * n] = ui;
-      v[i - mine.offset * n] = vi;
+    std::size_t const col = i % n;
+    if (row >= mine.outer.offset && row < mine.outer.offset + mine.outer.extent && col >= first_col &&
+        col < first_col + cols) {
+      std::size_t const at = (row - mine.outer.offset) * cols + (col - first_col);
+      u0[at] = ui;
+      v[at] = vi;
     }
   }
   std::size_t const bytes = u0.size() * sizeof(double);

@@ -31,6 +31,7 @@ struct description : stencil_description {
   // Under mpirun, the line is cut into segments of cells over the ranks (docs/distributed.md).
   using problem = burgers::problem;
   using options = burgers::options;
+  static void read_options(cli::parsed_args const& args, options& o) { read_segment_options(args, o, 1); }
   static constexpr auto fields = std::make_tuple(
     count("n", &problem::n, "N", "cells", "n", flag_use::shape_required, 1, std::size_t{1} << 34),
     count("steps", &problem::steps, "T", "time steps", "T", flag_use::required, 1, std::size_t{1} << 32),

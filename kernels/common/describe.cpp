@@ -86,11 +86,43 @@ std::vector<cli::flag_spec> segment_flags()
            "recomputes each segment on chip in the reverse; auto lets the planner pick K (docs/stencils.md)"},
           {"shared-opt-in", "",
            "GPU: a segment's tile may hold the shared memory a block gets on opt-in (227 KiB on an\n"
-           "H100), not only 48 KiB: longer segments, fewer blocks resident (needs --segment K or auto)"}};
+           "H100), not only 48 KiB: longer segments, fewer blocks resident (needs --segment K or auto)"},
+          {"ranks-grid", "PYxPX",
+           "under mpirun: the ranks as PY rows along the grid's last axis by PX columns along the one\n"
+           "before it, PY * PX ranks (default: the most square grid; a 1-D grid: Px1; docs/distributed.md)"}};
 }
 
-void read_segment_options(cli::parsed_args const& args, stencil_options& o)
+namespace {
+
+/// --ranks-grid PYxPX against the run's ranks and the grid's `dims`.
+tapeflow::stencil::ranks_grid ranks_grid_of(cli::parsed_args const& args, stencil_options const& o, int dims)
 {
+  std::string const text = args.text("ranks-grid");
+  std::size_t const x = text.find('x');
+  auto const positive = [](std::string const& digits) {
+    if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) { return 0; }
+    return std::stoi(digits);
+  };
+  int const rows = x == std::string::npos ? 0 : positive(text.substr(0, x));
+  int const cols = x == std::string::npos ? 0 : positive(text.substr(x + 1));
+  if (rows < 1 || cols < 1) { throw cli::usage_error("--ranks-grid must be PYxPX (two positive counts), got '" + text + "'"); }
+  int const ranks = o.ranks ? o.ranks->size() : 1;
+  if (rows * cols != ranks) {
+    throw cli::usage_error("--ranks-grid " + text + " arranges " + std::to_string(rows * cols) + " ranks; the run has " +
+                           std::to_string(ranks) + (o.ranks ? "" : " (run it under mpirun)"));
+  }
+  if (dims == 1 && cols != 1) {
+    throw cli::usage_error("--ranks-grid " + text + ": a 1-D grid is cut along its one axis only; give " +
+                           std::to_string(ranks) + "x1");
+  }
+  return {rows, cols};
+}
+
+}  // namespace
+
+void read_segment_options(cli::parsed_args const& args, stencil_options& o, int dims)
+{
+  if (args.has("ranks-grid")) { o.ranks_grid = ranks_grid_of(args, o, dims); }
   if (args.text("segment", "1") == "auto") {
     o.segment = 0;
   } else {

@@ -217,13 +217,16 @@ template <class T>
   return {arrays.begin(), arrays.end()};
 }
 
-/// The flags of a workload whose step is a stencil: --segment K|auto (stencil_options::segment)
-/// and --shared-opt-in (stencil_options::shared_opt_in).
+/// The flags of a workload whose step is a stencil: --segment K|auto (stencil_options::segment),
+/// --shared-opt-in (stencil_options::shared_opt_in) and --ranks-grid PYxPX
+/// (stencil_options::ranks_grid).
 [[nodiscard]] std::vector<cli::flag_spec> segment_flags();
-/// Reads them into `o`: the steps per segment (1 when absent, 0 for auto) and the opt-in. Throws
-/// cli::usage_error for a segment other than auto or 1 to stencil::max_segment_steps, and for
-/// --shared-opt-in without segments.
-void read_segment_options(cli::parsed_args const& args, stencil_options& o);
+/// Reads them into `o` (its ranks already read), for a grid of `dims` axes (2: any but a 1-D
+/// grid): the steps per segment (1 when absent, 0 for auto), the opt-in and the process grid.
+/// Throws cli::usage_error for a segment other than auto or 1 to stencil::max_segment_steps, for
+/// --shared-opt-in without segments, and for a process grid that is malformed, is not the run's
+/// ranks, or cuts a 1-D grid twice.
+void read_segment_options(cli::parsed_args const& args, stencil_options& o, int dims = 2);
 
 /// What a stencil workload's segments add to its benchmark row's variant: "" for one step per
 /// layer, "segment-auto", "segment4", "segment4-optin".

@@ -9,6 +9,7 @@
 #include <tapeflow/distributed/communicator.hpp>
 #include <tapeflow/plan.hpp>
 #include <tapeflow/policy.hpp>
+#include <tapeflow/stencil/ghosts.hpp>
 #include <tapeflow/stream.hpp>
 #include <tapeflow/tiers.hpp>
 
@@ -63,6 +64,9 @@ struct stencil_options : run_options {
   /// GPU: segments may use the shared memory a block gets on opt-in, not only 48 KiB
   /// (stencil::segment_request::shared_opt_in).
   bool shared_opt_in{false};
+  /// Over ranks: their process grid (rows along the grid's last axis x columns along the one
+  /// before it; docs/distributed.md); 0 x 0: the most square one (--ranks-grid).
+  stencil::ranks_grid ranks_grid{};
 };
 
 /// The chain's share of a chain workload's options.

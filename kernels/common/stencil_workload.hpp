@@ -25,12 +25,13 @@
 namespace tapeflow::workloads {
 
 /// Whether a stencil workload runs in the library's segments: the options ask for segments
-/// (segment != 1), or for ranks, whose slabs always do (of `segment` steps).
+/// (segment != 1), or for ranks, whose parts always do (of `segment` steps).
 [[nodiscard]] inline bool segmented(stencil_options const& o) noexcept { return o.segment != 1 || o.ranks != nullptr; }
 
 /// The segments stencil S runs in over `whole` for `steps` steps on o.kind: k = o.segment (0: the
-/// planner's), planned for this rank's slab over o.ranks (collective) when there are ranks.
-/// Throws logic_error for a k that the device, or the thinnest slab, cannot hold.
+/// planner's), planned for this rank's part over o.ranks (collective; o.ranks_grid) when there are
+/// ranks. Throws logic_error for a k that the device, or the thinnest part, cannot hold, and for a
+/// process grid that is not the ranks.
 template <class S>
 [[nodiscard]] tapeflow::stencil::segment_plan stencil_segments(tapeflow::stencil::grid<typename S::value_type> const& whole,
                                                                std::size_t steps, stencil_options const& o)
@@ -38,6 +39,7 @@ template <class S>
   tapeflow::stencil::segment_request r;
   r.k = o.segment;
   r.shared_opt_in = o.shared_opt_in;
+  r.ranks = o.ranks_grid;
   device_limits const limits = query_device_limits(o.kind);
   if (o.ranks) { return tapeflow::stencil::plan_slab_segments<S>(whole, steps, limits, r, *o.ranks); }
   return tapeflow::stencil::plan_segments<S>(whole, steps, limits, r);
@@ -60,7 +62,7 @@ template <class S>
 
 /// The session of a chain of `plan`'s segments of S over `whole`: `step` is the backend's segment
 /// Step (make_cpu_segments, make_device_segments, given o.ranks), `half_squares` the backend's
-/// loss. Under ranks, the session of this rank's slab made to look like the whole problem's.
+/// loss. Under ranks, the session of this rank's part made to look like the whole problem's.
 template <class S, class Step, class HalfSquares, class T = typename S::value_type>
 [[nodiscard]] std::unique_ptr<session<T>> open_stencil_chain(Step step, tapeflow::stencil::grid<T> const& whole,
                                                              tapeflow::stencil::segment_plan const& plan,
@@ -69,8 +71,7 @@ template <class S, class Step, class HalfSquares, class T = typename S::value_ty
   std::unique_ptr<session<T>> chain = open_state_chain<T>(std::move(step), plan.segments, o, std::move(half_squares));
   if (!o.ranks) { return chain; }
   tapeflow::stencil::slab_cut<T> const cut = tapeflow::stencil::cut_for<S>(whole, plan, *o.ranks);
-  std::size_t const plane = whole.cells() / cut.where.global;
-  return std::make_unique<slab_session<T>>(std::move(chain), o.ranks, cut.where, plane,
+  return std::make_unique<slab_session<T>>(std::move(chain), o.ranks, part_place::of(whole, S::dims, cut.where),
                                            slab_layout::of_state(S::fields));
 }
 

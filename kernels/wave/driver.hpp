@@ -7,6 +7,8 @@
 
 #include "wave.hpp"
 
+#include <tapeflow/workloads/common/slab_session.hpp>
+
 #include <tapeflow/chain.hpp>
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
@@ -61,11 +63,8 @@ void check_inputs(problem const& p, std::vector<host_array<T>> const& inputs)
 }
 
 /// The cells of the grid a session holds (its m, dL/dm and u_T): all of them, or over ranks its
-/// slab's `count` cells from the whole grid's cell `first`.
-struct held_cells {
-  std::size_t first{0};
-  std::size_t count{0};
-};
+/// part's (a slab or a block: part_place).
+using held_cells = part_place;
 
 /// What the wave's sessions share, whatever one step of their chain is (a time step here, a
 /// segment of them in segments.hpp): m and the observed data on the backend, the state and its
@@ -78,7 +77,14 @@ class chain_session : public session<T> {
   void load(std::vector<host_array<T>> const& inputs, stream_view s) override
   {
     check_inputs(p_, inputs);
-    m_.upload(inputs[0].data + held_.first, m_.size(), s);
+    if (held_.held() == held_.cells()) {
+      m_.upload(inputs[0].data, m_.size(), s);
+    } else {
+      std::vector<T> mine(held_.held());
+      held_.take(inputs[0].data, mine.data());
+      m_.upload(mine.data(), m_.size(), s);
+      synchronize(this->kind(), s);  // `mine` is pageable host memory, and goes when this returns
+    }
     d_.upload(inputs[1].data, d_.size(), s);
   }
 
@@ -91,7 +97,7 @@ class chain_session : public session<T> {
   /// dL/dm of the held cells.
   std::vector<std::vector<T>> gradients(stream_view s) override
   {
-    std::vector<T> dm(held_.count);
+    std::vector<T> dm(held_.held());
     chain_->parameter_adjoint().download(dm.data(), dm.size() * sizeof(T), s);
     return {std::move(dm)};
   }
@@ -99,7 +105,7 @@ class chain_session : public session<T> {
   /// u_T of the held cells (the state's second field).
   std::vector<std::vector<T>> outputs(stream_view s) override
   {
-    std::vector<T> u(held_.count);
+    std::vector<T> u(held_.held());
     state_.download(u.data(), u.size() * sizeof(T), s, u.size() * sizeof(T));
     return {std::move(u)};
   }
@@ -107,7 +113,7 @@ class chain_session : public session<T> {
  protected:
   /// The buffers of a state of `state_values` values over the `held` cells.
   chain_session(problem const& p, options const& o, held_cells held, std::size_t state_values)
-    : session<T>(o.kind), p_(p), o_(o), held_(held), m_(o.kind, held.count * sizeof(T), o.stream),
+    : session<T>(o.kind), p_(p), o_(o), held_(held), m_(o.kind, held.held() * sizeof(T), o.stream),
       d_(o.kind, p.steps * p.receivers() * sizeof(T), o.stream), state_(o.kind, state_values * sizeof(T), o.stream),
       spare_(o.kind, state_values * sizeof(T), o.stream), adjoint_(o.kind, state_values * sizeof(T), o.stream)
   {
@@ -150,7 +156,7 @@ class wave_session final : public chain_session<T, Step> {
   /// `step`: the backend's Step but for g, m and d; `staging`: the ring counters a CPU step adds its
   /// tiles to (null on a GPU).
   wave_session(problem const& p, options const& o, Step step, std::shared_ptr<cpu::ring_stats const> staging)
-    : chain_session<T, Step>(p, o, {0, p.cells()}, state_values(p)), staging_(std::move(staging)), step_(std::move(step)),
+    : chain_session<T, Step>(p, o, held_cells::whole(p.cells()), state_values(p)), staging_(std::move(staging)), step_(std::move(step)),
       seed_(o.kind, state_values(p) * sizeof(T), o.stream)
   {
     step_.g = geometry_of<T>(p);

@@ -4,9 +4,10 @@
 // (u_{t-1}, u_t), its layer one checkpoint of it per segment, its parameter adjoint dL/dm; the
 // misfit is not part of the state but summed from the traces the forward records at the
 // receivers, by the backend in the order its one-step chain sums it (host_misfit, cuda.cu's).
-// Over MPI ranks (options::ranks) each rank runs its slab of the grid (its planes of m, dL/dm and
-// the state); the receivers' row lies along x, which the cut never splits, so one rank records
-// every trace and its misfit is the loss, bit for bit the one process's.
+// Over MPI ranks (options::ranks) each rank runs its part of the grid (its cells of m, dL/dm and the
+// state). The receivers' row lies along x: slabs and 3-D blocks never cut it, so one rank records
+// every trace; a 2-D block cuts it, and the ranks gather the traces before the loss. Either way one
+// rank sums the misfit of all of them, bit for bit as one process does.
 #pragma once
 
 #include "driver.hpp"
@@ -73,29 +74,39 @@ struct host_misfit {
   }
 };
 
-/// Where a segment session lies: the whole grid, or over ranks this rank's slab.
+/// Where a segment session lies: the whole grid, or over ranks this rank's part (a slab, or a
+/// block), and which receivers it holds.
 template <class T>
 struct segment_place {
   held_cells held;
-  std::size_t state_values{0};  ///< the chain's state: the slab's padded over ranks
-  bool records{true};           ///< whether the receivers' row is among the held cells
-  tapeflow::stencil::slab where{};  ///< over ranks, this rank's slab
-  std::size_t plane{0};             ///< cells of one plane across the cut axis
+  std::size_t state_values{0};  ///< the chain's state: the part's padded over ranks
+  std::size_t first_receiver{0};
+  std::size_t receivers{0};     ///< of them along the receivers' row (x), among the held cells
 
   /// The place of `plan`'s segments of S on the problem, under o.ranks when there are ranks.
   template <class S>
   [[nodiscard]] static segment_place of(problem const& p, options const& o, tapeflow::stencil::segment_plan const& plan)
   {
-    if (!o.ranks) { return {{0, p.cells()}, 2 * p.cells(), true}; }
+    if (!o.ranks) { return {held_cells::whole(p.cells()), 2 * p.cells(), 0, p.receivers()}; }
     tapeflow::stencil::slab_cut<T> const cut = tapeflow::stencil::cut_for<S>(grid_of<T>(p), plan, *o.ranks);
-    std::size_t const plane = p.cells() / cut.where.global;
-    geometry<T> const g = geometry_of<T>(p);
-    std::size_t const row = S::dims == 2 ? g.receiver_y : g.receiver_z;  // along the cut axis
-    return {{cut.where.offset * plane, cut.where.extent * plane},
-            cut.padded,
-            row >= cut.where.offset && row < cut.where.offset + cut.where.extent,
-            cut.where,
-            plane};
+    held_cells const held = held_cells::of(grid_of<T>(p), S::dims, cut.where);
+    return segment_place{held, cut.padded, 0, 0}.with_receivers(geometry_of<T>(p), S::dims);
+  }
+
+  /// The same, its receivers found: the row y = receiver_y (2-D; the outer cut is y, the inner x)
+  /// or y = receiver_y, z = receiver_z (3-D; the cuts are z and y, x never).
+  [[nodiscard]] segment_place with_receivers(geometry<T> const& g, int dims) const
+  {
+    segment_place r = *this;
+    tapeflow::stencil::block const& b = held.where;
+    auto const within = [](tapeflow::stencil::slab const& s, std::size_t at) {
+      return at >= s.offset && at < s.offset + s.extent;
+    };
+    bool const row = dims == 2 ? within(b.outer, g.receiver_y)
+                               : within(b.outer, g.receiver_z) && (!b.cut_inner() || within(b.inner, g.receiver_y));
+    r.first_receiver = dims == 2 && b.cut_inner() ? b.inner.offset : 0;
+    r.receivers = !row ? 0 : dims == 2 && b.cut_inner() ? b.inner.extent : g.receivers();
+    return r;
   }
 };
 
@@ -110,7 +121,7 @@ class segment_session final : public chain_session<T, Step> {
   template <class Make>
   segment_session(problem const& p, options const& o, tapeflow::stencil::segment_plan const& plan,
                   segment_place<T> const& place, Make&& make, Misfit misfit)
-    : chain_session<T, Step>(p, o, place.held, place.state_values), plan_(plan), records_(place.records),
+    : chain_session<T, Step>(p, o, place.held, place.state_values), plan_(plan), place_(place),
       misfit_(std::move(misfit)), traces_(o.kind, p.steps * p.receivers() * sizeof(T), o.stream),
       step_(make(S{geometry_of<T>(p), this->d_.template data_as<T>(), traces_.template data_as<T>()}, grid_of<T>(p),
                  plan, o.ranks, tapeflow::stencil::coefficient_view<T>{this->m_.template data_as<T>()}))
@@ -126,10 +137,14 @@ class segment_session final : public chain_session<T, Step> {
   }
 
   /// 0.5 sum_t sum_r (u_t(x_r) - d_{t,r})^2 of the traces the last forward recorded; over ranks,
-  /// 0 on a rank that holds no receiver (the slab session sums the ranks' losses).
+  /// 0 on every rank but the one holding the first receiver (the slab session sums the ranks'
+  /// losses). Where the receivers' row is cut over ranks (a 2-D grid cut into blocks), the ranks
+  /// first gather every trace (collective), so that the loss is summed as one process sums it.
   T loss(stream_view s) override
   {
-    if (!records_) { return T(0); }
+    bool const first = place_.receivers > 0 && place_.first_receiver == 0;
+    if (S::dims == 2 && place_.held.where.cut_inner()) { gather_traces(s); }  // every rank, holding receivers or not
+    if (!first) { return T(0); }
     return misfit_(traces_.template data_as<T>(), this->d_.template data_as<T>(), this->p_.steps,
                    this->p_.receivers(), s);
   }
@@ -142,8 +157,31 @@ class segment_session final : public chain_session<T, Step> {
   }
 
  private:
+  /// Collective: the whole traces from the ranks that recorded them, into traces_ on every rank.
+  void gather_traces(stream_view s)
+  {
+    std::size_t const receivers = this->p_.receivers();
+    std::size_t const values = this->p_.steps * receivers;
+    std::vector<T> mine(values);
+    traces_.download(mine.data(), values * sizeof(T), s);
+    distributed::communicator& ranks = *this->o_.ranks;
+    std::vector<T> all(values * static_cast<std::size_t>(ranks.size()));
+    ranks.allgather(mine.data(), all.data(), values * sizeof(T));
+    geometry<T> const g = geometry_of<T>(this->p_);
+    for (int r = 0; r < ranks.size(); ++r) {
+      segment_place<T> const theirs = segment_place<T>{place_.held.of_rank(r), 0, 0, 0}.with_receivers(g, S::dims);
+      T const* const from = all.data() + static_cast<std::size_t>(r) * values;
+      for (std::size_t t = 0; t < this->p_.steps; ++t) {
+        std::size_t const at = t * receivers + theirs.first_receiver;
+        std::copy(from + at, from + at + theirs.receivers, mine.begin() + static_cast<std::ptrdiff_t>(at));
+      }
+    }
+    traces_.upload(mine.data(), values * sizeof(T), s);
+    synchronize(this->kind(), s);  // `mine` is pageable host memory, and goes when this returns
+  }
+
   tapeflow::stencil::segment_plan plan_;
-  bool records_;
+  segment_place<T> place_;
   Misfit misfit_;
   device_buffer traces_;
   Step step_;
@@ -166,8 +204,7 @@ template <class T, class Make, class Misfit>
     auto const place = segment_place<T>::template of<S>(p, o, plan);
     auto inner = std::make_unique<segment_session<T, S, Step, Misfit>>(p, o, plan, place, make, std::move(misfit));
     if (!o.ranks) { return inner; }
-    return std::make_unique<slab_session<T>>(std::move(inner), o.ranks, place.where, place.plane,
-                                             slab_layout{{0, 0}, {1}, {1}});
+    return std::make_unique<slab_session<T>>(std::move(inner), o.ranks, place.held, slab_layout{{0, 0}, {1}, {1}});
   });
 }
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # `mpirun -np 3 tapeflow run allen-cahn ...` (and 2 ranks of burgers, of lbm and of the 2-D wave,
-# 3 of the 3-D wave) gives the one-process gradient's bits, in segments and in one-step slabs; a
-# workload that does not decompose, and bench, are refused under mpirun (exit 2).
+# 3 of the 3-D wave; 4 and 6 as blocks) gives the one-process gradient's bits, in segments and in
+# one-step parts; a workload that does not decompose, and bench, are refused under mpirun (exit 2).
 # Run by CTest (cli_ranks, label mpi) with -DCLI=<tapeflow> -DMPIEXEC=<mpiexec> -DFLAGS=<flags;...>
 # -DWORK=<scratch folder>.
 file(REMOVE_RECURSE "${WORK}")
@@ -17,7 +17,13 @@ endfunction()
 # The gradient of `tapeflow run <ARGN>` over `ranks` ranks is the bits of one process's, and the
 # JSON says how many ranks ran it.
 function(same_bits_over ranks)
-  run_or_fail("${CLI}" run ${ARGN} --grad-out one.bin)
+  set(one ${ARGN})  # one process takes no --ranks-grid
+  list(FIND one --ranks-grid at)
+  if(at GREATER -1)
+    list(REMOVE_AT one ${at})
+    list(REMOVE_AT one ${at})
+  endif()
+  run_or_fail("${CLI}" run ${one} --grad-out one.bin)
   run_or_fail("${MPIEXEC}" -n ${ranks} ${FLAGS} "${CLI}" run ${ARGN} --grad-out ranks.bin --json ranks.json)
   execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files "${WORK}/one.bin" "${WORK}/ranks.bin" RESULT_VARIABLE same)
   if(NOT same EQUAL 0)
@@ -44,6 +50,14 @@ foreach(segment 1 3)
   same_bits_over(2 wave --nx 14 --ny 17 --steps 10 --segment ${segment} --input w2.bin)
 endforeach()
 same_bits_over(3 wave --nx 6 --ny 5 --nz 13 --steps 6 --segment 2 --input w3.bin)
+# Blocks: 4 ranks as 2 x 2 (LBM's diagonal taps read the corners; the 2-D wave's receivers' row is
+# cut, and its ranks gather the traces), 6 as 3 x 2 and as 2 x 3.
+same_bits_over(4 allen-cahn --n 48 --steps 9 --segment 3 --input u0.bin)
+same_bits_over(4 lbm --nx 9 --ny 14 --steps 7 --segment 1 --input f0.bin)
+same_bits_over(4 wave --nx 14 --ny 17 --steps 10 --segment 2 --input w2.bin)
+same_bits_over(4 wave --nx 6 --ny 5 --nz 13 --steps 6 --segment 1 --input w3.bin)
+same_bits_over(6 allen-cahn --n 48 --steps 9 --segment 2 --input u0.bin)
+same_bits_over(6 lbm --nx 9 --ny 14 --steps 7 --segment 1 --ranks-grid 2x3 --input f0.bin)
 
 # A refusal is met before anything crosses ranks: every rank exits 2, the message printed once, and
 # MPI finalised rather than aborted (MPICH's launcher may drop what a rank printed before an abort).
@@ -58,6 +72,8 @@ function(refused_under_ranks reason)
 endfunction()
 refused_under_ranks("does not run cut over MPI ranks" run rk4 --particles 8 --input none.bin --grad-out x.bin)
 refused_under_ranks("bench times one process" bench allen-cahn --n 16 --steps 2)
+refused_under_ranks("arranges 3 ranks; the run has 2" run allen-cahn --n 48 --steps 3 --ranks-grid 3x1 --input u0.bin --grad-out x.bin)
+refused_under_ranks("1-D grid is cut along its one axis only" run burgers --n 301 --steps 3 --ranks-grid 1x2 --input b0.bin --grad-out x.bin)
 # Rank 0 writes the files, and finds out before the ranks start that it cannot.
 refused_under_ranks("cannot open output file" run allen-cahn --n 48 --steps 3 --input u0.bin --grad-out /nonexistent/g.bin)
 

@@ -137,13 +137,16 @@ TEST(Communicator, ASilentPeerEndsInADistributedErrorWithinTheTimeout)
 
 // ---- stencil segments on slabs ---------------------------------------------------------------------
 
-/// Bytes of one rank's layer: the widest slab's values, in whole records.
+/// Bytes of one rank's layer: the widest part's values (of the process grid `requested`, 0 x 0
+/// the default), in whole records.
 template <class T>
-std::size_t rank_layer_bytes(st::grid<T> const& g, int dims, int fields, int ranks)
+std::size_t rank_layer_bytes(st::grid<T> const& g, int dims, int fields, int ranks, st::ranks_grid requested = {})
 {
-  std::size_t const planes = g.extent(dims - 1);
-  std::size_t const widest = (planes + std::size_t(ranks) - 1) / std::size_t(ranks);
-  std::size_t const values = g.cells() / planes * widest * std::size_t(fields);
+  st::ranks_grid const grid = st::ranks_grid_of(ranks, dims, requested);
+  auto const widest = [](std::size_t cells, int parts) { return (cells + std::size_t(parts) - 1) / std::size_t(parts); };
+  std::size_t const outer = widest(g.extent(dims - 1), grid.outer);
+  std::size_t const inner = dims == 1 ? 1 : widest(g.extent(dims - 2), grid.inner);
+  std::size_t const values = outer * inner * (dims == 3 ? g.nx : 1) * std::size_t(fields);
   return (values + values_per_chunk<T> - 1) / values_per_chunk<T> * values_per_chunk<T> * sizeof(T);
 }
 
@@ -151,26 +154,26 @@ std::size_t rank_layer_bytes(st::grid<T> const& g, int dims, int fields, int ran
 /// whole grid, bit for bit.
 template <class S, class T = typename S::value_type>
 void check_slabs(S const& s, st::grid<T> const& g, std::size_t steps, std::vector<int> const& lengths, double lo,
-                 double hi, std::shared_ptr<dist::communicator> comm = world())
+                 double hi, std::shared_ptr<dist::communicator> comm = world(), st::ranks_grid ranks = {})
 {
   std::vector<T> const u0 = random_state<T>(g.cells() * S::fields, 20261124u + unsigned(g.cells()), lo, hi);
   gradient_of<T> const whole = reference_gradient(s, g, steps, u0);
-  st::slab const mine = st::slab::of(g.extent(S::dims - 1), comm->size(), comm->rank());
+  st::block const mine = rank_block(g, S::dims, *comm, ranks);
   for (int k : lengths) {
     for (tape_policy policy : {tape_policy::store, tape_policy::recompute, tape_policy::offload, tape_policy::automatic}) {
       SCOPED_TRACE("k = " + std::to_string(k) + ", policy " + std::string(to_string(policy)) + ", rank " +
                    std::to_string(comm->rank()) + " of " + std::to_string(comm->size()));
-      run_settings r{k, policy, 0};
+      run_settings r{k, policy, 0, ranks};
       std::size_t const segments = (steps + std::size_t(k) - 1) / std::size_t(k);
       if (policy == tape_policy::automatic) {
         // A budget of two layers: auto has to recompute, and plans the same on every rank.
-        std::size_t const layer = rank_layer_bytes(g, S::dims, S::fields, comm->size());
+        std::size_t const layer = rank_layer_bytes(g, S::dims, S::fields, comm->size(), ranks);
         r.budget_bytes = 2 * layer + layer * std::size_t(comm->rank());  // unequal: the least counts
         if (segments < 3) { continue; }
       }
       gradient_of<T> const got = slab_gradient(s, g, steps, r, u0, comm);
-      std::vector<T> const want_state = slab_values(whole.final_state, g.cells(), S::fields, mine, got.final_state.size());
-      std::vector<T> const want_gradient = slab_values(whole.gradient, g.cells(), S::fields, mine, got.gradient.size());
+      std::vector<T> const want_state = part_values(whole.final_state, g, S::dims, S::fields, mine, got.final_state.size());
+      std::vector<T> const want_gradient = part_values(whole.gradient, g, S::dims, S::fields, mine, got.gradient.size());
       EXPECT_TRUE(same_bits(got.final_state, want_state)) << "off by " << relative_difference(got.final_state, want_state);
       EXPECT_TRUE(same_bits(got.gradient, want_gradient)) << "off by " << relative_difference(got.gradient, want_gradient);
       EXPECT_EQ(got.stats.steps, segments);
@@ -225,7 +228,61 @@ TEST(Slabs, TwoFieldsIn3d)
 {
   if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   gray_scott_3d<float> const s{0.1f, 0.05f, 0.04f, 0.06f};
-  check_slabs(s, st::grid<float>{6, 5, 13}, 4, {2}, 0.0, 1.0);
+  check_slabs(s, st::grid<float>{6, 7, 13}, 4, {2}, 0.0, 1.0);
+}
+
+// ---- blocks: the ranks as a process grid ----------------------------------------------------------------
+
+/// The process grids of `ranks` ranks a test tries: the default, and, where they differ from it,
+/// every rank a row (slabs along the last axis) and every rank a column (the axis before it cut
+/// alone, the last one whole and periodic over one rank).
+std::vector<st::ranks_grid> process_grids(int ranks)
+{
+  std::vector<st::ranks_grid> grids{{}};
+  if (ranks > 1) {
+    grids.push_back({ranks, 1});
+    grids.push_back({1, ranks});
+  }
+  return grids;
+}
+
+std::string name_of(st::ranks_grid g) { return g.outer == 0 ? "default" : std::to_string(g.outer) + "x" + std::to_string(g.inner); }
+
+TEST(Blocks, EveryProcessGridGivesTheBitsOfTheWholeGrid)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  for (st::ranks_grid const grid : process_grids(world()->size())) {
+    SCOPED_TRACE("process grid " + name_of(grid));
+    // k = 3 reads 3 cells past a face and grows every level's box on both cut axes: the corners'
+    // ghost cells feed the levels near a block's corners.
+    check_slabs(allen_cahn_2d<float>{{0.1f, 0.2f}}, st::grid<float>{23, 29, 1}, 7, {1, 3}, -1.0, 1.0, world(), grid);
+    check_slabs(advection_2d<float>{0.2f, 0.1f}, st::grid<float>{19, 19, 1, st::boundary::fixed, -0.5f}, 5, {2}, -1.0,
+                1.0, world(), grid);
+    check_slabs(gray_scott_3d<float>{0.1f, 0.05f, 0.04f, 0.06f}, st::grid<float>{6, 13, 13}, 4, {2}, 0.0, 1.0, world(),
+                grid);
+  }
+}
+
+TEST(Blocks, ABlockThinnerAcrossThanTheSegmentReadsIsRefused)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  auto const comm = world();
+  if (comm->size() == 1) { GTEST_SKIP() << "one rank cuts nothing across"; }
+  st::grid<float> const g{std::size_t(4 * comm->size()), 64, 1};  // columns of 4 cells, rows of 64
+  st::segment_request request;
+  request.k = 3;  // reads 5 cells past each face
+  request.ranks = {1, comm->size()};
+  EXPECT_THROW(static_cast<void>(st::plan_slab_segments<ac>(g, 6, query_device_limits(target), request, *comm)),
+               logic_error);
+  request.k = 0;  // the planner keeps to what fits
+  st::segment_plan const p = st::plan_slab_segments<ac>(g, 6, query_device_limits(target), request, *world());
+  EXPECT_LE(st::deepest_halo(st::segment_shape{p.k, st::reach::of<ac>()}), 4);
+  EXPECT_EQ(p.ranks.outer, 1);
+  EXPECT_EQ(p.ranks.inner, comm->size());
+  request.ranks = {comm->size() + 1, 1};
+  EXPECT_THROW(static_cast<void>(st::plan_slab_segments<ac>(g, 6, query_device_limits(target), request, *world())),
+               logic_error)
+    << "a process grid of more ranks than the run's";
 }
 
 /// On this run's ranks, every rank's part of u_T, dL/du_0 and dL/dc is the bits of one process's
@@ -236,16 +293,16 @@ void check_slab_rates(S const& s, st::grid<double> const& g, std::size_t steps)
   auto const comm = world();
   std::vector<double> const u0 = random_state<double>(g.cells(), 31u, 0.1, 0.9);
   std::vector<double> const c = random_state<double>(g.cells(), 32u, 0.2, 1.5);
-  st::slab const mine = st::slab::of(g.extent(S::dims - 1), comm->size(), comm->rank());
+  st::block const mine = rank_block(g, S::dims, *comm);
   for (int k : {1, 3}) {
     rates_run const whole = run_rates(s, g, steps, k, tape_policy::store, u0, c, nullptr);
     for (tape_policy policy : {tape_policy::store, tape_policy::recompute}) {
       SCOPED_TRACE("k = " + std::to_string(k) + ", policy " + std::string(to_string(policy)) + ", rank " +
                    std::to_string(comm->rank()) + " of " + std::to_string(comm->size()));
       rates_run const got = run_rates(s, g, steps, k, policy, u0, c, comm);
-      std::vector<double> const want_state = slab_values(whole.state.final_state, g.cells(), 1, mine, got.state.final_state.size());
-      std::vector<double> const want_gradient = slab_values(whole.state.gradient, g.cells(), 1, mine, got.state.gradient.size());
-      std::vector<double> const want_dc = slab_values(whole.dc, g.cells(), 1, mine, got.dc.size());
+      std::vector<double> const want_state = part_values(whole.state.final_state, g, S::dims, 1, mine, got.state.final_state.size());
+      std::vector<double> const want_gradient = part_values(whole.state.gradient, g, S::dims, 1, mine, got.state.gradient.size());
+      std::vector<double> const want_dc = part_values(whole.dc, g, S::dims, 1, mine, got.dc.size());
       EXPECT_TRUE(same_bits(got.state.final_state, want_state));
       EXPECT_TRUE(same_bits(got.state.gradient, want_gradient))
         << "off by " << relative_difference(got.state.gradient, want_gradient);
@@ -300,6 +357,7 @@ TEST(Slabs, ASegmentDeeperThanTheThinnestSlabIsRefusedOnEveryRank)
   st::grid<float> const g{16, std::size_t(4 * comm->size()), 1};  // slabs of 4 planes
   st::segment_request request;
   request.k = 3;  // reads 5 planes past each face
+  request.ranks = {comm->size(), 1};
   EXPECT_THROW(static_cast<void>(st::plan_slab_segments<ac>(g, 6, query_device_limits(target), request, *comm)),
                logic_error);
   request.k = 0;  // the planner keeps to what fits (on a new communicator: the refusal broke the last)
@@ -380,8 +438,8 @@ TEST(OneSchedule, RanksWithDifferentBudgetsPlanWithTheLeast)
     EXPECT_EQ(other.prefetched, got.stats.prefetches) << "layers prefetched";
   }
   gradient_of<float> const whole = reference_gradient(s, g, 12, u0);
-  st::slab const mine = st::slab::of(g.ny, comm->size(), comm->rank());
-  EXPECT_TRUE(same_bits(got.gradient, slab_values(whole.gradient, g.cells(), 1, mine, got.gradient.size())));
+  st::block const mine = rank_block(g, 2, *comm);
+  EXPECT_TRUE(same_bits(got.gradient, part_values(whole.gradient, g, 2, 1, mine, got.gradient.size())));
 }
 
 TEST(OneSchedule, RanksThatWouldRunDifferentSchedulesAllRaiseBeforeTheFirstStep)

@@ -101,19 +101,89 @@ TEST(Slab, CutsPlanesEvenlyWithTheRemainderFirst)
   EXPECT_THROW(static_cast<void>(stencil::slab::of(8, 2, 2)), logic_error) << "no such rank";
 }
 
+TEST(Blocks, TheDefaultProcessGridIsTheMostSquareWithItsLargerFactorOutside)
+{
+  auto const grid = [](int ranks, int dims) {
+    st::ranks_grid const g = st::ranks_grid_for(ranks, dims);
+    return std::to_string(g.outer) + "x" + std::to_string(g.inner);
+  };
+  EXPECT_EQ(grid(1, 2), "1x1");
+  EXPECT_EQ(grid(2, 2), "2x1");
+  EXPECT_EQ(grid(3, 3), "3x1");
+  EXPECT_EQ(grid(4, 2), "2x2");
+  EXPECT_EQ(grid(6, 3), "3x2");
+  EXPECT_EQ(grid(12, 2), "4x3");
+  EXPECT_EQ(grid(16, 1), "16x1") << "a 1-D grid is cut into slabs only";
+  EXPECT_EQ(st::ranks_grid_of(6, 2, {2, 3}).inner, 3);
+  EXPECT_THROW(static_cast<void>(st::ranks_grid_of(6, 2, {2, 2})), logic_error) << "4 ranks, not 6";
+  EXPECT_THROW(static_cast<void>(st::ranks_grid_of(4, 1, {2, 2})), logic_error) << "a 1-D grid cut twice";
+  // Rank r is row r / inner, column r % inner; each axis cut as slab::of cuts it.
+  st::block const b = st::block::of(29, 10, {3, 2}, 5);
+  EXPECT_EQ(b.outer.rank, 2);
+  EXPECT_EQ(b.inner.rank, 1);
+  EXPECT_EQ(b.outer.offset, 20u);
+  EXPECT_EQ(b.outer.extent, 9u);
+  EXPECT_EQ(b.inner.offset, 5u);
+  EXPECT_EQ(b.rank(), 5);
+  EXPECT_EQ(b.thinnest(), 5u);
+  EXPECT_EQ(b.neighbour(+1, +1, true), 0) << "past the last row and column: wraps to rank 0";
+  EXPECT_EQ(b.neighbour(+1, 0, false), -1) << "past a fixed grid's edge";
+  EXPECT_EQ(b.neighbour(-1, -1, false), 2);
+}
+
+TEST(Blocks, ATileRangeWalksItsRectangleOrEverythingElseOnce)
+{
+  // 5 rows x 4 columns of positions, 3 tiles wide each: numbers (row * 4 + col) * 3 + w.
+  for (bool outside : {false, true}) {
+    st::tile_range const r{5, 4, 3, 1, 4, 1, 3, outside};
+    std::vector<std::size_t> got;
+    for (std::size_t i = 0; i < r.size(); ++i) { got.push_back(r[i]); }
+    std::vector<std::size_t> want;
+    for (std::size_t t = 0; t < 60; ++t) {
+      std::size_t const row = t / 12;
+      std::size_t const col = (t / 3) % 4;
+      bool const in = row >= 1 && row < 4 && col >= 1 && col < 3;
+      if (in != outside) { want.push_back(t); }
+    }
+    EXPECT_EQ(got, want) << (outside ? "outside" : "inside");
+  }
+  EXPECT_EQ(st::tile_range::all(7).size(), 7u);
+  EXPECT_EQ(st::tile_range::all(7)[6], 6u);
+}
+
+TEST(Blocks, TheFacesSentAreTheCellsNextToEachSideInTheGhostLayout)
+{
+  // A block of 3 planes x 4 cells x 2 (rest), depth 1: 8 pieces per field.
+  st::ghost_layout const l{1, 3, 4, 2, true};
+  EXPECT_EQ(l.values(2), 2 * (2 * 4 * 2 + 2 * 3 * 2 + 4 * 2));
+  std::vector<int> state(2 * 3 * 4 * 2);
+  for (std::size_t i = 0; i < state.size(); ++i) { state[i] = int(i); }
+  auto const cell = [](int f, int o, int i, int r) { return f * 24 + (o * 4 + i) * 2 + r; };
+  auto const face = [&](int f, int p, std::size_t v) { return st::face_value(l, state.data(), 24, l.offset(f, p) + v); };
+  EXPECT_EQ(face(0, 0, 0), cell(0, 0, 0, 0));       // below: the first plane
+  EXPECT_EQ(face(1, 1, 3), cell(1, 2, 1, 1));       // above: the last plane
+  EXPECT_EQ(face(0, 2, 2), cell(0, 1, 0, 0));       // left: the first column of every plane
+  EXPECT_EQ(face(0, 3, 5), cell(0, 2, 3, 1));       // right: the last column
+  EXPECT_EQ(face(1, 7, 1), cell(1, 2, 3, 1));       // above-right: the last plane's last column
+  EXPECT_EQ(face(0, 4, 0), cell(0, 0, 0, 0));       // below-left
+  EXPECT_EQ(st::ghost_layout::piece_of(+1, -1), 6);
+  EXPECT_EQ(st::ghost_layout::outer_side(6), +1);
+  EXPECT_EQ(st::ghost_layout::inner_side(6), -1);
+}
+
 TEST(Slab, AGhostExchangeRefusesASlabThinnerThanItsDepth)
 {
   auto const one = std::make_shared<dist::single_rank>();
   st::grid<float> const g{8, 4, 1};
-  EXPECT_THROW(st::ghost_exchange<float>(one, st::slab::of(4, 1, 0), g, 2, 1, 5), logic_error);
-  st::ghost_exchange<float> ok(one, st::slab::of(4, 1, 0), g, 2, 1, 4);
+  EXPECT_THROW(st::ghost_exchange<float>(one, st::block{st::slab::of(4, 1, 0)}, g, 2, 1, 5), logic_error);
+  st::ghost_exchange<float> ok(one, st::block{st::slab::of(4, 1, 0)}, g, 2, 1, 4);
   std::vector<float> state(32, 1.0f);
   EXPECT_THROW(static_cast<void>(ok.fill(state.data(), 5)), logic_error) << "deeper than it was made for";
   EXPECT_THROW(static_cast<void>(ok.finish()), logic_error) << "nothing started";
   ok.start(state.data(), 2);
   EXPECT_THROW(ok.start(state.data(), 2), logic_error) << "started twice";
   EXPECT_EQ(ok.finish().depth, 2);
-  EXPECT_THROW(st::ghost_exchange<float>(one, st::slab::of(8, 2, 0), g, 2, 1, 1), logic_error)
+  EXPECT_THROW(st::ghost_exchange<float>(one, st::block{st::slab::of(8, 2, 0)}, g, 2, 1, 1), logic_error)
     << "a slab of 2 ranks on a communicator of 1";
 }
 

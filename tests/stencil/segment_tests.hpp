@@ -235,18 +235,14 @@ TEST(StencilSegments, ACommunicatorOfDeviceMemoryGetsTheStateItselfAndTheSameBit
   check_one_rank_slab(gray_scott_3d<float>{0.1f, 0.05f, 0.04f, 0.06f}, st::grid<float>{5, 6, 9}, 4, 2, direct);
   ASSERT_FALSE(direct->sent.empty());
 #if defined(TAPEFLOW_TEST_ON_GPU)
-  // The routes themselves: sends from the device state and receives into the planes the kernels
-  // read, or both through host memory.
+  // The routes themselves: the faces packed on the device and sent from there, received into the
+  // planes the kernels read, or both through host memory.
   using T = float;
   st::grid<T> const g{6, 8, 1};
-  st::slab const whole = st::slab::of(8, 1, 0);
+  st::block const whole{st::slab::of(8, 1, 0)};
   std::vector<T> const values = random_state<T>(g.cells(), 3u, -1.0, 1.0);
   device_buffer state(target, values.size() * sizeof(T), {});
   state.upload(values.data(), state.size(), {});
-  auto const inside_state = [&](void const* p) {
-    auto const* at = static_cast<T const*>(p);
-    return at >= state.data_as<T>() && at < state.data_as<T>() + values.size();
-  };
   for (bool device_memory : {true, false}) {
     SCOPED_TRACE(device_memory ? "device memory" : "staged");
     auto const ranks = std::make_shared<recording_ranks>(std::make_shared<distributed::single_rank>(), device_memory);
@@ -255,7 +251,6 @@ TEST(StencilSegments, ACommunicatorOfDeviceMemoryGetsTheStateItselfAndTheSameBit
     st::ghost_planes<T> const got = ghosts.fill(state.data_as<T>(), 2, {});
     ASSERT_EQ(ranks->sent.size(), 2u);
     ASSERT_EQ(ranks->received.size(), 2u);
-    for (void const* sent : ranks->sent) { EXPECT_EQ(inside_state(sent), device_memory); }
     EXPECT_EQ(ranks->received[0] == got.values, device_memory) << "received where the kernels read";
     // Periodic, one rank: the planes below its first are its last two, those above its first two.
     std::vector<T> planes(4 * g.nx);

@@ -47,25 +47,46 @@ auto make_slab_segments(S const& s, stencil::grid<typename S::value_type> const&
 // As reference.hpp's helpers, whose types these use: local to each test program.
 namespace {
 
-/// This rank's values of `whole` (fields x cells of the whole grid): its slab's planes of each
-/// field, one field after the other, then zeros up to `padded`.
+/// This rank's part of `whole` (fields x cells of the grid `g` of a `dims`-D stencil): its cells of
+/// each field (a slab's planes, or a block's), one field after the other, then zeros up to
+/// `padded`. Written apart from the library's cut, as the tests' own account of the layout.
 template <class T>
-std::vector<T> slab_values(std::vector<T> const& whole, std::size_t cells, int fields, stencil::slab const& s,
-                           std::size_t padded)
+std::vector<T> part_values(std::vector<T> const& whole, stencil::grid<T> const& g, int dims, int fields,
+                           stencil::block const& b, std::size_t padded)
 {
-  std::size_t const plane = cells / s.global;
+  std::size_t const inner = dims == 1 ? 1 : g.extent(dims - 2);
+  std::size_t const rest = dims == 3 ? g.nx : 1;
+  std::size_t const inner_first = b.cut_inner() ? b.inner.offset : 0;
+  std::size_t const inner_count = b.cut_inner() ? b.inner.extent : inner;
+  std::size_t const held = b.outer.extent * inner_count * rest;
   std::vector<T> out(padded, T(0));
   for (int f = 0; f < fields; ++f) {
-    auto const from = whole.begin() + std::ptrdiff_t(std::size_t(f) * cells + s.offset * plane);
-    std::copy(from, from + std::ptrdiff_t(s.extent * plane), out.begin() + std::ptrdiff_t(std::size_t(f) * s.extent * plane));
+    for (std::size_t o = 0; o < b.outer.extent; ++o) {
+      for (std::size_t i = 0; i < inner_count; ++i) {
+        for (std::size_t r = 0; r < rest; ++r) {
+          out[std::size_t(f) * held + (o * inner_count + i) * rest + r] =
+            whole[std::size_t(f) * g.cells() + ((b.outer.offset + o) * inner + inner_first + i) * rest + r];
+        }
+      }
+    }
   }
   return out;
+}
+
+/// This rank's part of `g` over the ranks of `comm`, arranged as `grid` (0 x 0: the default).
+template <class T>
+stencil::block rank_block(stencil::grid<T> const& g, int dims, distributed::communicator const& comm,
+                          stencil::ranks_grid grid = {})
+{
+  return stencil::block::of(g.extent(dims - 1), dims == 1 ? 1 : g.extent(dims - 2),
+                            stencil::ranks_grid_of(comm.size(), dims, grid), comm.rank());
 }
 
 struct run_settings {
   int k{1};
   tape_policy policy{tape_policy::store};
   std::size_t budget_bytes{0};  ///< this rank's
+  stencil::ranks_grid ranks{};  ///< how the ranks are arranged (0 x 0: the default)
 };
 
 /// This rank's part of the gradient of L = 0.5 sum(u_T^2) over the whole grid, by segments of its
@@ -78,6 +99,7 @@ gradient_of<T> slab_gradient(S const& s, stencil::grid<T> const& g, std::size_t 
   request.k = r.k;
   request.tile = test_tile(S::dims);
   request.block_threads = 64;
+  request.ranks = r.ranks;
   stencil::segment_plan const plan = stencil::plan_slab_segments<S>(g, steps, query_device_limits(target), request, *comm);
   auto step = make_slab_segments(s, g, plan, comm);
   chain_options o;
@@ -88,9 +110,9 @@ gradient_of<T> slab_gradient(S const& s, stencil::grid<T> const& g, std::size_t 
   o.budget_bytes = r.budget_bytes;
   o.collective = comm;
   chain<decltype(step)> c(step, step.segments(), o);
-  stencil::slab const mine = stencil::slab::of(g.extent(S::dims - 1), comm->size(), comm->rank());
+  stencil::block const mine = rank_block(g, S::dims, *comm, r.ranks);
   // Seeded with u_T on this rank's cells only: its part of the loss (the padding is zero).
-  return run_half_squares(c, target, slab_values(u0, g.cells(), S::fields, mine, step.state_size()));
+  return run_half_squares(c, target, part_values(u0, g, S::dims, S::fields, mine, step.state_size()));
 }
 
 /// u_T and dL/du_0 (state), and dL/dc.
@@ -116,10 +138,9 @@ rates_run run_rates(S const& s, stencil::grid<double> const& g, std::size_t step
   std::vector<double> mine_u0 = u0;
   std::vector<double> mine_c = c;
   if (comm) {
-    stencil::slab const mine = stencil::slab::of(g.extent(S::dims - 1), comm->size(), comm->rank());
-    std::size_t const held = g.cells() / mine.global * mine.extent;
-    mine_c = slab_values(c, g.cells(), S::coefficients, mine, held * std::size_t(S::coefficients));
-    mine_u0 = slab_values(u0, g.cells(), S::fields, mine, stencil::cut_for<S>(g, plan, *comm).padded);
+    stencil::slab_cut<double> const cut = stencil::cut_for<S>(g, plan, *comm);
+    mine_c = part_values(c, g, S::dims, S::coefficients, cut.where, cut.local.cells() * std::size_t(S::coefficients));
+    mine_u0 = part_values(u0, g, S::dims, S::fields, cut.where, cut.padded);
   }
   device_buffer rates(target, mine_c.size() * sizeof(double), {});
   rates.upload(mine_c.data(), rates.size(), {});

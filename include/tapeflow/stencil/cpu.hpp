@@ -3,7 +3,7 @@
 // tile, the tiles spread over the CPU's threads (cpu::parallel_for). Each thread keeps one scratch
 // buffer the size of a tile's levels, so a segment's k steps and their adjoints run in its cache:
 // the CPU's cache-blocked equivalent of the GPU's shared-memory segments, with the same bits.
-// Over the ranks of a distributed run, each rank runs its slab of the grid, the ghost planes
+// Over the ranks of a distributed run, each rank runs its slab or block of the grid, the ghost cells
 // exchanged once per segment (tapeflow/stencil/slab.hpp) while the tiles that do not read them run.
 #pragma once
 
@@ -28,8 +28,8 @@ class cpu_runner {
  public:
   using T = typename S::value_type;
 
-  /// The runner over `g`; with `comm`, over this rank's slab of `g` (the whole grid) cut over the
-  /// ranks of `comm` (the plan is the slab's: plan_slab_segments); `c`: S's coefficients in host
+  /// The runner over `g`; with `comm`, over this rank's part of `g` (the whole grid) cut over the
+  /// ranks of `comm` (the plan is the part's: plan_slab_segments); `c`: S's coefficients in host
   /// memory, where it has them. Throws what runner_program throws.
   cpu_runner(S stencil, grid<T> const& g, segment_plan const& plan,
              std::shared_ptr<distributed::communicator> comm = nullptr, coefficient_view<T> c = {})
@@ -93,10 +93,10 @@ class cpu_runner {
 template <class S>
 using cpu_segments = segment_step<S, cpu_runner<S>>;
 
-/// The CPU Step of `plan`'s segments of `stencil` over `g`; with `comm`, of this rank's slab of `g`
+/// The CPU Step of `plan`'s segments of `stencil` over `g`; with `comm`, of this rank's part of `g`
 /// (the whole grid) cut over the ranks of `comm`, in the segments plan_slab_segments planned (its
-/// state is the slab's: slab::of says which planes). A null `comm` is one process. A stencil with
-/// coefficients reads them from `c` (host memory; over ranks, the slab's planes of them) and is a
+/// state is the part's: cut_for says which cells). A null `comm` is one process. A stencil with
+/// coefficients reads them from `c` (host memory; over ranks, the part's cells of them) and is a
 /// Step with parameters (dL/dc of the cells it holds).
 template <class S>
 [[nodiscard]] cpu_segments<S> make_cpu_segments(S stencil, grid<typename S::value_type> const& g,

@@ -3,8 +3,9 @@
 // program (tile_program.hpp) run by a block per tile, its levels in the block's shared memory, a
 // barrier between levels. A persistent grid walks the tiles. Include it from the .cu file that
 // names the stencil: the kernels are instantiated for it there. Over the ranks of a distributed
-// run, each rank runs its slab, its ghost planes staged through pinned host memory once per
-// segment (tapeflow/stencil/slab.hpp), the interior tiles' kernel running while they travel.
+// run, each rank runs its slab or block, its faces packed on the device and its ghost cells
+// exchanged once per segment (tapeflow/stencil/slab.hpp; staged through pinned host memory unless
+// the communicator moves device memory), the interior tiles' kernel running while they travel.
 #pragma once
 
 #include <tapeflow/device/launch.cuh>
@@ -16,6 +17,7 @@
 #include <tapeflow/stencil/slab.hpp>
 #include <tapeflow/stencil/tile_program.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -95,56 +97,72 @@ __global__ void record_kernel(T const* __restrict__ in, T* __restrict__ taped, s
   }
 }
 
+/// faces[i] = face_value(layout, state, field_cells, i) for i in [0, values).
+template <class T>
+__global__ void pack_faces_kernel(ghost_layout layout, T const* __restrict__ state, std::size_t field_cells,
+                                  T* __restrict__ faces, std::size_t values)
+{
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < values;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    faces[i] = face_value(layout, state, field_cells, i);
+  }
+}
+
 }  // namespace detail
 
-/// Ghost planes of a device state over ranks, ordered on the call's stream. Where the communicator
-/// exchanges device memory (a CUDA- or ROCm-aware MPI, NCCL), the state's faces go straight from
-/// the state and the neighbours' planes straight into device memory. Otherwise the faces are
-/// copied to pinned host memory, exchanged there (Debian's MPI is not CUDA-aware), and the
-/// neighbours' planes copied to device memory. start() returns once the faces' messages are
-/// posted, so kernels launched next overlap the exchange.
+/// Ghost cells of a device state over ranks, ordered on the call's stream. The state's faces are
+/// packed on the device (one kernel: a block's inner faces and corners are strided). Where the
+/// communicator exchanges device memory (a CUDA- or ROCm-aware MPI, NCCL), they go straight from
+/// there and the neighbours' cells straight into device memory. Otherwise the faces are copied to
+/// pinned host memory, exchanged there (Debian's MPI is not CUDA-aware), and the neighbours' cells
+/// copied to device memory. start() returns once the faces' messages are posted, so kernels
+/// launched next overlap the exchange.
 template <class T>
 class device_ghosts {
  public:
-  device_ghosts(std::shared_ptr<distributed::communicator> comm, slab s, grid<T> const& whole, int dims, int fields,
+  device_ghosts(std::shared_ptr<distributed::communicator> comm, block b, grid<T> const& whole, int dims, int fields,
                 int depth)
     : direct_(comm != nullptr && comm->exchanges_device_memory()),
-      exchange_(std::move(comm), s, whole, dims, fields, depth), capacity_(exchange_.values(depth))
+      exchange_(std::move(comm), b, whole, dims, fields, depth), capacity_(exchange_.values(depth))
   {
-    if (!direct_) { faces_.emplace(gpu_backend, capacity_ * sizeof(T)); }
+    if (!direct_) { staged_.emplace(gpu_backend, capacity_ * sizeof(T)); }
   }
 
   [[nodiscard]] slab_view<T> view() const noexcept { return exchange_.view(); }
-  /// Whether the planes go straight between device memories (the communicator's choice).
+  /// Whether the cells go straight between device memories (the communicator's choice).
   [[nodiscard]] bool direct() const noexcept { return direct_; }
 
-  /// Collective: starts exchanging the faces (`depth` planes) of the device state `state` once the
-  /// work before on `s` has written them.
+  /// Collective: starts exchanging the faces (`depth` cells deep) of the device state `state` once
+  /// the work before on `s` has written them.
   void start(T const* state, int depth, stream_view s)
   {
-    if (!planes_) { planes_.emplace(gpu_backend, capacity_ * sizeof(T), s); }
+    if (!planes_) {
+      planes_.emplace(gpu_backend, capacity_ * sizeof(T), s);
+      faces_.emplace(gpu_backend, capacity_ * sizeof(T), s);
+    }
+    std::size_t const values = exchange_.values(depth);
+    T* const faces = faces_->template data_as<T>();
+    if (values > 0) {
+      int const blocks = static_cast<int>(std::min<std::size_t>((values + pack_threads - 1) / pack_threads, 1024));
+      device::launch(detail::pack_faces_kernel<T>, blocks, pack_threads, 0, s,
+                     exchange_.layout(depth), state, exchange_.field_values(), faces, values);
+    }
     if (direct_) {
-      TAPEFLOW_CUDA_TRY(cudaStreamSynchronize(to_native(s)));  // the faces are written, the planes allocated
-      exchange_.start_into(state, depth, planes_->template data_as<T>());
+      TAPEFLOW_CUDA_TRY(cudaStreamSynchronize(to_native(s)));  // the faces are packed, the cells allocated
+      exchange_.start_from_faces(faces, depth, planes_->template data_as<T>());
       return;
     }
-    std::size_t const run = static_cast<std::size_t>(depth) * exchange_.plane();
-    std::size_t const extent = exchange_.where().extent;
-    auto* const faces = static_cast<T*>(faces_->data());
-    for (int f = 0; f < exchange_.fields() && depth > 0; ++f) {
-      T const* const field = state + static_cast<std::size_t>(f) * exchange_.field_values();
-      T const* const last = field + (extent - static_cast<std::size_t>(depth)) * exchange_.plane();
-      TAPEFLOW_CUDA_TRY(cudaMemcpyAsync(faces + exchange_.offset(f, 0, depth), field, run * sizeof(T),
-                                        cudaMemcpyDeviceToHost, to_native(s)));
-      TAPEFLOW_CUDA_TRY(cudaMemcpyAsync(faces + exchange_.offset(f, 1, depth), last, run * sizeof(T),
-                                        cudaMemcpyDeviceToHost, to_native(s)));
+    auto* const staged = static_cast<T*>(staged_->data());
+    if (values > 0) {
+      TAPEFLOW_CUDA_TRY(
+        cudaMemcpyAsync(staged, faces, values * sizeof(T), cudaMemcpyDeviceToHost, to_native(s)));
+      TAPEFLOW_CUDA_TRY(cudaStreamSynchronize(to_native(s)));  // the faces are on the host
     }
-    if (depth > 0) { TAPEFLOW_CUDA_TRY(cudaStreamSynchronize(to_native(s))); }  // the faces are on the host
-    exchange_.start_from_faces(faces, depth);
+    exchange_.start_from_faces(staged, depth);
   }
 
-  /// Collective: waits for the exchange; its ghost planes in device memory, ready on `s` (after
-  /// the work launched on `s` since start()).
+  /// Collective: waits for the exchange; its ghost cells in device memory, ready on `s` (after the
+  /// work launched on `s` since start()).
   [[nodiscard]] ghost_planes<T> finish(stream_view s)
   {
     ghost_planes<T> const got = exchange_.finish();
@@ -165,11 +183,14 @@ class device_ghosts {
   }
 
  private:
+  static constexpr int pack_threads = 256;
+
   bool direct_;
   ghost_exchange<T> exchange_;
   std::size_t capacity_;
-  std::optional<pinned_buffer> faces_;   // staged: the state's faces on the host
-  std::optional<device_buffer> planes_;  // the ghost planes the kernels read, allocated on the first call's stream
+  std::optional<pinned_buffer> staged_;  // staged: the packed faces on the host
+  std::optional<device_buffer> faces_;   // the packed faces, allocated on the first call's stream
+  std::optional<device_buffer> planes_;  // the ghost cells the kernels read, likewise
 };
 
 /// Runs the tile program of stencil S on the GPU of this build (segment_step's Runner).
@@ -178,8 +199,8 @@ class device_runner {
  public:
   using T = typename S::value_type;
 
-  /// The runner over `g`; with `comm`, over this rank's slab of `g` (the whole grid) cut over the
-  /// ranks of `comm` (the plan is the slab's: plan_slab_segments); `c`: S's coefficients in device
+  /// The runner over `g`; with `comm`, over this rank's part of `g` (the whole grid) cut over the
+  /// ranks of `comm` (the plan is the part's: plan_slab_segments); `c`: S's coefficients in device
   /// memory, where it has them. Throws logic_error for a plan made for the CPU, and what
   /// runner_program throws.
   device_runner(S stencil, grid<T> const& g, segment_plan const& plan,
@@ -245,10 +266,10 @@ class device_runner {
 template <class S>
 using device_segments = segment_step<S, device_runner<S>>;
 
-/// The GPU Step of `plan`'s segments of `stencil` over `g`; with `comm`, of this rank's slab of `g`
+/// The GPU Step of `plan`'s segments of `stencil` over `g`; with `comm`, of this rank's part of `g`
 /// (the whole grid) cut over the ranks of `comm`, in the segments plan_slab_segments planned (its
-/// state is the slab's: slab::of says which planes). A null `comm` is one process. A stencil with
-/// coefficients reads them from `c` (device memory; over ranks, the slab's planes of them) and is a
+/// state is the part's: cut_for says which cells). A null `comm` is one process. A stencil with
+/// coefficients reads them from `c` (device memory; over ranks, the part's cells of them) and is a
 /// Step with parameters (dL/dc of the cells it holds).
 template <class S>
 [[nodiscard]] device_segments<S> make_device_segments(S stencil, grid<typename S::value_type> const& g,

@@ -79,16 +79,16 @@ class slab_call {
 };
 
 /// The tile program a segment runner hands its tiles at each call, on the whole grid or, over
-/// ranks, on this rank's slab with the call's ghost planes filled. `Ghosts` fills them from a state
+/// ranks, on this rank's part with the call's ghost cells filled. `Ghosts` fills them from a state
 /// in the runner's memory: ghost_exchange (host memory) or device_ghosts (device.cuh).
 template <class S, class Ghosts>
 class runner_program {
  public:
   using T = typename S::value_type;
 
-  /// The program over `g`; with `comm`, over this rank's slab of `g` (the whole grid) cut over the
-  /// ranks of `comm` (the plan is the slab's: plan_slab_segments), reading the coefficients `c`
-  /// where S has them: the whole grid's, or over ranks the slab's planes of them (laid out as its
+  /// The program over `g`; with `comm`, over this rank's part of `g` (the whole grid) cut over the
+  /// ranks of `comm` (the plan is the part's: plan_slab_segments), reading the coefficients `c`
+  /// where S has them: the whole grid's, or over ranks the part's cells of them (laid out as its
   /// state, without the padding). Throws logic_error for a stencil with coefficients without them,
   /// and what Ghosts throws.
   runner_program(S stencil, grid<T> const& g, segment_plan const& plan,
@@ -113,8 +113,8 @@ class runner_program {
 
   /// The program without ghost planes (its tiling, its grid).
   [[nodiscard]] tile_program<S> const& base() const noexcept { return program_; }
-  /// Values of the runner's state: the grid's fields, one after the other; over ranks, the slab's
-  /// (used_values()), then zeros up to the widest slab's size.
+  /// Values of the runner's state: the grid's fields, one after the other; over ranks, the part's
+  /// (used_values()), then zeros up to the widest part's size.
   [[nodiscard]] std::size_t state_size() const noexcept { return padded_ != 0 ? padded_ : used_values(); }
   [[nodiscard]] std::size_t used_values() const noexcept { return program_.g.cells() * S::fields; }
   /// Values of the coefficients (and of their adjoint).
@@ -168,7 +168,7 @@ class runner_program {
   }
 
   tile_program<S> program_;
-  std::size_t padded_{0};  // over ranks: the widest slab's values; 0: not cut
+  std::size_t padded_{0};  // over ranks: the widest part's values; 0: not cut
   std::shared_ptr<constant_ghosts> coefficients_;  // over ranks, for a stencil with coefficients
   // Over ranks: the ghost planes of the state and of the adjoint (shared by the copies a chain
   // makes of its Step; its calls come one at a time).

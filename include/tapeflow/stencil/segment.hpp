@@ -31,12 +31,14 @@ struct segment_request {
   int k{0};               ///< steps per segment (--segment K); 0: the planner picks
   tile_extent tile{0, 0, 0};  ///< cells of a tile along each axis (1 to 65536; 0: the default)
   int block_threads{0};   ///< GPU threads per tile (1 to the device's limit)
-  /// Most planes a segment may read beyond the grid's faces (a slab's thinnest neighbour,
+  /// Most cells a segment may read beyond the grid's faces (the thinnest neighbouring part,
   /// tapeflow/stencil/slab.hpp); 0: no limit.
   int max_halo{0};
   /// GPU: let a tile hold the shared memory a block gets on opt-in (227 KiB on an H100), not only
   /// the 48 KiB every block gets (device::opt_in_shared). Longer segments, fewer blocks resident.
   bool shared_opt_in{false};
+  /// Over ranks: how they are arranged (slab.hpp); 0 x 0: the most square grid of them.
+  ranks_grid ranks{};
 };
 
 /// What the segment planner decided.
@@ -55,6 +57,9 @@ struct segment_plan {
   /// in states: halo reads included, and the coefficients and their adjoint where the stencil has
   /// them. A store-every-step gradient of a one-step kernel moves 5.
   double states_per_step{0};
+  /// Over ranks: the process grid the plan's parts are cut by (plan_slab_segments); 0 x 0 for one
+  /// process.
+  ranks_grid ranks{};
 
   /// Time steps in segment `j` (the last one may be shorter).
   [[nodiscard]] int steps_in(std::size_t j) const noexcept
@@ -170,8 +175,8 @@ template <class S>
     TAPEFLOW_EXPECTS(halo_fits(request.k),
                      "a segment of " + std::to_string(request.k) + " steps reads " +
                        std::to_string(deepest_halo(segment_shape{request.k, r})) +
-                       " planes beyond a slab's faces; the thinnest slab holds " + std::to_string(request.max_halo) +
-                       ": ask for shorter segments or fewer ranks");
+                       " cells beyond a rank's faces; the thinnest rank's part holds " +
+                       std::to_string(request.max_halo) + ": ask for shorter segments or fewer ranks");
     TAPEFLOW_EXPECTS(static_cast<std::size_t>(request.k) <= steps,
                      "segments of " + std::to_string(request.k) + " steps are longer than the " +
                        std::to_string(steps) + " steps of the gradient");
@@ -185,7 +190,7 @@ template <class S>
     p.k = request.k;
   } else {
     TAPEFLOW_EXPECTS(halo_fits(1), "one step reads " + std::to_string(deepest_halo(segment_shape{1, r})) +
-                                     " planes beyond a slab's faces; the thinnest slab holds " +
+                                     " cells beyond a rank's faces; the thinnest rank's part holds " +
                                      std::to_string(request.max_halo) + ": use fewer ranks");
     // Every candidate tile, largest first, and every k that fits on it: the fewest bytes moved per
     // step, a later candidate taken only when it saves at least 5 %.

@@ -1,21 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
-// A stencil grid cut into slabs over the ranks of a distributed run (docs/distributed.md): each
-// rank owns the planes [offset, offset + extent) along the grid's last axis, and before a segment
-// of k steps it receives from its two neighbours the planes its tiles will read beyond its faces
-// (the ghost planes): k·r of the state for the forward, the reverse's halos of the checkpoint and
-// of λ for the reverse (and, once, the planes of a stencil's coefficients, which never change).
-// One exchange per segment, not per step; no adjoint is ever sent back and added, because the tile
-// program recomputes λ on its halo (even for a scatter-form adjoint), so a rank's gradient is the
-// same bits as one rank's.
+// A stencil grid cut over the ranks of a distributed run (docs/distributed.md): into slabs along its
+// last axis, or, over a 2-D process grid, into blocks along its last two axes. Before a segment of
+// k steps each rank receives from its neighbours the cells its tiles will read beyond its faces
+// (the ghost cells; ghosts.hpp): k·r of the state for the forward, the reverse's halos of the
+// checkpoint and of λ for the reverse (and, once, those of a stencil's coefficients, which never
+// change). A block's neighbours are 8: 4 across its faces and 4 across its corners, all in one
+// phase. One exchange per segment, not per step; no adjoint is ever sent back and added, because
+// the tile program recomputes λ on its halo (even for a scatter-form adjoint), so a rank's
+// gradient is the same bits as one rank's.
 #pragma once
 
 #include <tapeflow/distributed/communicator.hpp>
 #include <tapeflow/error.hpp>
+#include <tapeflow/stencil/ghosts.hpp>
 #include <tapeflow/stencil/segment.hpp>
 #include <tapeflow/stencil/stencil.hpp>
 #include <tapeflow/stencil/tile_program.hpp>
 #include <tapeflow/stream.hpp>
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <memory>
@@ -60,114 +63,239 @@ struct slab {
   }
 };
 
-/// The grid of one rank's slab: `whole` with its last axis cut to the slab's extent.
-template <class T>
-[[nodiscard]] grid<T> slab_grid(grid<T> whole, int dims, slab const& s) noexcept
+/// The default process grid of `ranks` ranks for a `dims`-D grid: the most square factorisation,
+/// its larger factor along the outer cut axis (4 ranks: 2 x 2; 6: 3 x 2; a prime: slabs); a 1-D
+/// grid is cut into slabs only.
+[[nodiscard]] inline ranks_grid ranks_grid_for(int ranks, int dims) noexcept
 {
-  (dims == 1 ? whole.nx : dims == 2 ? whole.ny : whole.nz) = s.extent;
+  int inner = 1;
+  if (dims >= 2) {
+    for (int f = 1; f * f <= ranks; ++f) {
+      if (ranks % f == 0) { inner = f; }
+    }
+  }
+  return {ranks / inner, inner};
+}
+
+/// `requested` (0 x 0: ranks_grid_for's) for `ranks` ranks of a `dims`-D grid. Throws logic_error
+/// unless it has exactly that many ranks, and no inner columns in 1-D.
+[[nodiscard]] inline ranks_grid ranks_grid_of(int ranks, int dims, ranks_grid requested)
+{
+  if (requested.outer == 0 && requested.inner == 0) { return ranks_grid_for(ranks, dims); }
+  TAPEFLOW_EXPECTS(requested.outer >= 1 && requested.inner >= 1 && requested.outer * requested.inner == ranks,
+                   "a process grid of " + std::to_string(requested.outer) + " x " + std::to_string(requested.inner) +
+                     " is not the run's " + std::to_string(ranks) + " ranks");
+  TAPEFLOW_EXPECTS(dims >= 2 || requested.inner == 1, "a 1-D grid is cut along its one axis only: its process grid is " +
+                                                        std::to_string(ranks) + " x 1");
+  return requested;
+}
+
+/// One rank's part of a grid: its slab along the outer cut axis and, over a process grid with more
+/// than one column, its share of the inner axis (a block).
+struct block {
+  slab outer;
+  slab inner{};  ///< along the inner axis; one rank (the default): not cut there
+
+  /// Rank `rank`'s block of a grid with `outer_cells` planes along its outer cut axis and
+  /// `inner_cells` cells along its inner, over the process grid `grid`. Throws what slab::of throws.
+  [[nodiscard]] static block of(std::size_t outer_cells, std::size_t inner_cells, ranks_grid grid, int rank)
+  {
+    TAPEFLOW_EXPECTS(grid.outer >= 1 && grid.inner >= 1 && rank >= 0 && rank < grid.outer * grid.inner,
+                     "rank " + std::to_string(rank) + " of a " + std::to_string(grid.outer) + " x " +
+                       std::to_string(grid.inner) + " process grid does not exist");
+    if (grid.inner == 1) { return {slab::of(outer_cells, grid.outer, rank), {}}; }
+    return {slab::of(outer_cells, grid.outer, rank / grid.inner), slab::of(inner_cells, grid.inner, rank % grid.inner)};
+  }
+  [[nodiscard]] bool cut_inner() const noexcept { return inner.ranks > 1; }
+  [[nodiscard]] int rank() const noexcept { return outer.rank * inner.ranks + inner.rank; }
+  [[nodiscard]] int ranks() const noexcept { return outer.ranks * inner.ranks; }
+  /// The deepest ghost cells a neighbour can send: the thinnest part along either cut axis.
+  [[nodiscard]] std::size_t thinnest() const noexcept
+  {
+    return cut_inner() ? std::min(outer.thinnest(), inner.thinnest()) : outer.thinnest();
+  }
+  /// The rank across side (so, si) (-1, 0 or +1 along the outer and the inner cut), wrapping on a
+  /// periodic grid; -1 past a fixed grid's edge.
+  [[nodiscard]] int neighbour(int so, int si, bool periodic) const noexcept
+  {
+    int o = outer.rank + so;
+    int i = inner.rank + si;
+    if (o < 0 || o >= outer.ranks) {
+      if (!periodic) { return -1; }
+      o = (o + outer.ranks) % outer.ranks;
+    }
+    if (i < 0 || i >= inner.ranks) {
+      if (!periodic) { return -1; }
+      i = (i + inner.ranks) % inner.ranks;
+    }
+    return o * inner.ranks + i;
+  }
+  /// The part's place in the whole grid, for the tile program (without ghost cells yet).
+  template <class T>
+  [[nodiscard]] slab_view<T> view() const noexcept
+  {
+    slab_view<T> v;
+    v.offset = static_cast<std::int64_t>(outer.offset);
+    v.global = static_cast<std::int64_t>(outer.global);
+    if (cut_inner()) {
+      v.inner_offset = static_cast<std::int64_t>(inner.offset);
+      v.inner_global = static_cast<std::int64_t>(inner.global);
+    }
+    return v;
+  }
+};
+
+/// The grid of one rank's part: `whole` with its cut axes cut to the part's extents.
+template <class T>
+[[nodiscard]] grid<T> block_grid(grid<T> whole, int dims, block const& b) noexcept
+{
+  (dims == 1 ? whole.nx : dims == 2 ? whole.ny : whole.nz) = b.outer.extent;
+  if (b.cut_inner()) { (dims == 2 ? whole.nx : whole.ny) = b.inner.extent; }
   return whole;
 }
 
-/// What a runner of this rank's slab is made of: its place, its grid, the deepest ghost planes a
-/// segment of the plan reads, and the values of every rank's state (the widest slab's).
+/// What a runner of this rank's part is made of: its place, its grid, the deepest ghost cells a
+/// segment of the plan reads, and the values of every rank's state (the widest part's).
 template <class T>
 struct slab_cut {
-  slab where;
+  block where;
   grid<T> local;
   int depth{0};
   std::size_t padded{0};
 };
 
-/// This rank's cut of `whole` for stencil S's segments of `plan`, over the ranks of `comm`.
+/// This rank's cut of `whole` for stencil S's segments of `plan` (its process grid), over the
+/// ranks of `comm`. Throws logic_error for a process grid that is not the communicator's ranks.
 template <class S>
 [[nodiscard]] slab_cut<typename S::value_type> cut_for(grid<typename S::value_type> const& whole,
                                                        segment_plan const& plan, distributed::communicator const& comm)
 {
-  slab const s = slab::of(whole.extent(S::dims - 1), comm.size(), comm.rank());
-  grid<typename S::value_type> const local = slab_grid(whole, S::dims, s);
-  return {s, local, deepest_halo(segment_shape{plan.k, reach::of<S>()}),
-          s.widest() * (local.cells() / s.extent) * static_cast<std::size_t>(S::fields)};
+  constexpr int dims = S::dims;
+  ranks_grid const ranks = ranks_grid_of(comm.size(), dims, plan.ranks);
+  block const b = block::of(whole.extent(dims - 1), dims == 1 ? 1 : whole.extent(dims - 2), ranks, comm.rank());
+  grid<typename S::value_type> const local = block_grid(whole, dims, b);
+  std::size_t const widest_inner = b.cut_inner() ? b.inner.widest() : (dims == 1 ? 1 : local.extent(dims - 2));
+  std::size_t const rest = dims == 3 ? local.nx : 1;
+  return {b, local, deepest_halo(segment_shape{plan.k, reach::of<S>()}),
+          b.outer.widest() * widest_inner * rest * static_cast<std::size_t>(S::fields)};
 }
 
-/// Collective: the segments of this rank's slab of `whole`, cut over the ranks of `comm`, for
-/// `steps` time steps (plan_segments on the slab, its halos no deeper than the thinnest slab).
-/// Every rank plans the same k, checked; a rank that cannot plan makes every rank throw.
+/// Collective: the segments of this rank's part of `whole`, cut over the ranks of `comm` by the
+/// process grid `request.ranks` (0 x 0: ranks_grid_for's), for `steps` time steps (plan_segments
+/// on the part, its halos no deeper than the thinnest part along either cut axis). Every rank
+/// plans the same k, checked; a rank that cannot plan makes every rank throw.
 template <class S>
 [[nodiscard]] segment_plan plan_slab_segments(grid<typename S::value_type> const& whole, std::size_t steps,
                                               device_limits const& limits, segment_request request,
                                               distributed::communicator& comm)
 {
+  constexpr int dims = S::dims;
   segment_plan const p = distributed::collectively(comm, [&] {
-    slab const s = slab::of(whole.extent(S::dims - 1), comm.size(), comm.rank());
-    request.max_halo = static_cast<int>(s.thinnest() < static_cast<std::size_t>(INT_MAX) ? s.thinnest() : INT_MAX);
-    return plan_segments<S>(slab_grid(whole, S::dims, s), steps, limits, request);
+    ranks_grid const ranks = ranks_grid_of(comm.size(), dims, request.ranks);
+    block const b = block::of(whole.extent(dims - 1), dims == 1 ? 1 : whole.extent(dims - 2), ranks, comm.rank());
+    request.max_halo = static_cast<int>(std::min(b.thinnest(), static_cast<std::size_t>(INT_MAX)));
+    segment_plan planned = plan_segments<S>(block_grid(whole, dims, b), steps, limits, request);
+    planned.ranks = ranks;
+    return planned;
   });
   distributed::require_same(comm, static_cast<std::uint64_t>(p.k), "the segment length");
   return p;
 }
 
-/// Fills ghost planes from the neighbours: host memory on both sides, or device memory where the
-/// communicator exchanges it (a device state's runner stages it otherwise). Collective over the
-/// ranks of the communicator; messages in a fixed order.
+/// Fills ghost cells from the neighbours: host memory on both sides, or device memory where the
+/// communicator exchanges it (a device state's runner packs and stages it otherwise). Collective
+/// over the ranks of the communicator; messages in a fixed order, one per field and piece.
 template <class T>
 class ghost_exchange {
  public:
-  /// `whole`: the whole grid; `dims`, `fields`: the stencil's; `depth`: the most ghost planes any
-  /// call will ask for. Throws logic_error when a neighbour's slab is thinner than `depth` (a
-  /// shorter segment, or fewer ranks, would do) or the communicator's size is not the slab's.
-  ghost_exchange(std::shared_ptr<distributed::communicator> comm, slab s, grid<T> const& whole, int dims, int fields,
+  /// `whole`: the whole grid; `dims`, `fields`: the stencil's; `depth`: the most ghost cells any
+  /// call will ask for. Throws logic_error when a neighbour's part is thinner than `depth` (a
+  /// shorter segment, or fewer ranks, would do) or the communicator's ranks are not the block's.
+  ghost_exchange(std::shared_ptr<distributed::communicator> comm, block b, grid<T> const& whole, int dims, int fields,
                  int depth)
-    : comm_(std::move(comm)), slab_(s), periodic_(whole.edge == boundary::periodic), fields_(fields), depth_(depth),
-      plane_(dims == 1 ? 1 : dims == 2 ? whole.nx : whole.nx * whole.ny),
-      cells_(plane_ * s.extent)
+    : comm_(std::move(comm)), block_(b), periodic_(whole.edge == boundary::periodic), fields_(fields), depth_(depth),
+      local_(block_grid(whole, dims, b)), dims_(dims)
   {
     TAPEFLOW_EXPECTS(comm_ != nullptr, "a ghost exchange needs a communicator");
-    TAPEFLOW_EXPECTS(comm_->size() == s.ranks && comm_->rank() == s.rank,
-                     "the slab is rank " + std::to_string(s.rank) + " of " + std::to_string(s.ranks) +
+    TAPEFLOW_EXPECTS(comm_->size() == b.ranks() && comm_->rank() == b.rank(),
+                     "the part is rank " + std::to_string(b.rank()) + " of " + std::to_string(b.ranks()) +
                        "; the communicator's rank is " + std::to_string(comm_->rank()) + " of " +
                        std::to_string(comm_->size()));
-    TAPEFLOW_EXPECTS(depth >= 0 && static_cast<std::size_t>(depth) <= s.thinnest(),
-                     "a segment reads " + std::to_string(depth) + " planes beyond a slab's faces, but the thinnest of " +
-                       std::to_string(s.ranks) + " slabs holds " + std::to_string(s.thinnest()) +
+    TAPEFLOW_EXPECTS(depth >= 0 && static_cast<std::size_t>(depth) <= b.thinnest(),
+                     "a segment reads " + std::to_string(depth) + " cells beyond a rank's faces, but the thinnest of " +
+                       std::to_string(b.ranks()) + " ranks' parts holds " + std::to_string(b.thinnest()) +
                        ": ask for shorter segments or fewer ranks");
   }
 
-  [[nodiscard]] slab const& where() const noexcept { return slab_; }
+  [[nodiscard]] block const& where() const noexcept { return block_; }
   [[nodiscard]] distributed::communicator& comm() const noexcept { return *comm_; }
 
-  /// The slab's place in the whole grid, without ghost planes yet.
-  [[nodiscard]] slab_view<T> view() const noexcept
-  {
-    return {static_cast<std::int64_t>(slab_.offset), static_cast<std::int64_t>(slab_.global), {}, {}};
-  }
+  /// The part's place in the whole grid, without ghost cells yet.
+  [[nodiscard]] slab_view<T> view() const noexcept { return block_.template view<T>(); }
 
-  /// Collective: starts receiving the `depth` planes beyond each face of `state` (this rank's
-  /// fields x extent planes, host memory) from the neighbours into host memory this exchange owns,
-  /// and sending them this rank's faces; finish() waits for them. `state` must not change until
-  /// then. Planes beyond a fixed grid's edge are not sent (the tile program never reads them).
+  /// The layout of ghost cells (and faces) `depth` deep.
+  [[nodiscard]] ghost_layout layout(int depth) const noexcept
+  {
+    return {depth, local_.extent(dims_ - 1), dims_ == 1 ? 1 : local_.extent(dims_ - 2), dims_ == 3 ? local_.nx : 1,
+            block_.cut_inner()};
+  }
+  /// Values of ghost cells (or faces) `depth` deep, every field's.
+  [[nodiscard]] std::size_t values(int depth) const noexcept { return layout(depth).values(fields_); }
+  /// Values of one field of the part's state.
+  [[nodiscard]] std::size_t field_values() const noexcept { return local_.cells(); }
+  [[nodiscard]] int fields() const noexcept { return fields_; }
+
+  /// Collective: starts receiving the `depth` ghost cells beyond the faces of `state` (this rank's
+  /// fields of its part, host memory) from the neighbours into host memory this exchange owns,
+  /// and sending them this rank's faces (packed into host memory it owns); finish() waits for
+  /// them. Cells beyond a fixed grid's edge are not sent (the tile program never reads them).
   /// Throws logic_error for a depth past the one it was made for or an exchange already started,
   /// distributed_error as the communicator.
-  void start(T const* state, int depth, stream_view = {}) { start_into(state, depth, nullptr); }
-
-  /// The same, receiving `into` (values(depth) values; null: this exchange's host memory): host
-  /// memory both, or device memory both where the communicator exchanges it.
-  void start_into(T const* state, int depth, T* into)
+  void start(T const* state, int depth, stream_view = {})
   {
-    post(depth, into, [&](int f, int side) {
-      T const* const field = state + static_cast<std::size_t>(f) * cells_;
-      return side == 0 ? field : field + (slab_.extent - static_cast<std::size_t>(depth)) * plane_;
-    });
+    ghost_layout const l = layout(depth);
+    if (faces_.size() < values(depth_)) { faces_.resize(values(depth_)); }
+    for (std::size_t i = 0; i < values(depth); ++i) { faces_[i] = face_value(l, state, field_values(), i); }
+    start_from_faces(faces_.data(), depth);
   }
 
-  /// The same from a state's faces already copied out (a device state's, staged in host memory):
-  /// `faces` holds, for each field, its first `depth` planes and then its last, as ghost planes
-  /// are laid out, and must stay until finish().
-  void start_from_faces(T const* faces, int depth)
+  /// The same from faces already packed (face_value's layout; a device state's, on the device or
+  /// staged in host memory), which must stay until finish(), receiving `into` (values(depth)
+  /// values; null: this exchange's host memory): host memory both, or device memory both where the
+  /// communicator exchanges it.
+  void start_from_faces(T const* faces, int depth, T* into = nullptr)
   {
-    post(depth, nullptr, [&](int f, int side) { return faces + offset(f, side, depth); });
+    TAPEFLOW_EXPECTS(depth >= 0 && depth <= depth_, "asked for " + std::to_string(depth) +
+                                                      " ghost cells; the exchange was made for " + std::to_string(depth_));
+    TAPEFLOW_EXPECTS(!started_, "a ghost exchange was started twice: finish() the first");
+    if (into == nullptr) {
+      if (owned_.empty()) { owned_.resize(values(depth_)); }
+      into = owned_.data();
+    }
+    started_ = true;
+    depth_started_ = depth;
+    into_ = into;
+    if (depth == 0) { return; }
+    ghost_layout const l = layout(depth);
+    std::vector<distributed::outgoing> sends;
+    std::vector<distributed::incoming> receives;
+    for (int f = 0; f < fields_; ++f) {
+      for (int p = 0; p < l.pieces(); ++p) {
+        int const so = ghost_layout::outer_side(p);
+        int const si = ghost_layout::inner_side(p);
+        int const peer = block_.neighbour(so, si, periodic_);
+        if (peer < 0) { continue; }
+        std::size_t const bytes = l.size(p) * sizeof(T);
+        // A message's tag names the piece of the receiver's ghost cells it fills: across side p
+        // this rank's face p fills the neighbour's piece on the opposite side.
+        receives.push_back({peer, tag(f, p), into_ + l.offset(f, p), bytes});
+        sends.push_back({peer, tag(f, ghost_layout::piece_of(-so, -si)), faces + l.offset(f, p), bytes});
+      }
+    }
+    ticket_ = comm_->start_exchange(sends, receives);
   }
 
-  /// Collective: waits for the started exchange; its ghost planes, where it received them (valid
+  /// Collective: waits for the started exchange; its ghost cells, where it received them (valid
   /// until the next start). Throws logic_error when none was started, distributed_error as the
   /// communicator.
   [[nodiscard]] ghost_planes<T> finish(stream_view = {})
@@ -178,84 +306,29 @@ class ghost_exchange {
     return {depth_started_, into_};
   }
 
-  /// start(), then finish(): the ghost planes in host memory this exchange owns.
+  /// start(), then finish(): the ghost cells in host memory this exchange owns.
   [[nodiscard]] ghost_planes<T> fill(T const* state, int depth, stream_view s = {})
   {
     start(state, depth, s);
     return finish(s);
   }
 
-  /// Values of `depth` ghost planes (or faces) of every field on both sides.
-  [[nodiscard]] std::size_t values(int depth) const noexcept
-  {
-    return static_cast<std::size_t>(fields_) * 2 * static_cast<std::size_t>(depth) * plane_;
-  }
-  /// Where field `f`'s planes on `side` (0: below, 1: above) start in ghost planes of `depth`.
-  [[nodiscard]] std::size_t offset(int f, int side, int depth) const noexcept
-  {
-    return ((static_cast<std::size_t>(f) * 2 + static_cast<std::size_t>(side)) * static_cast<std::size_t>(depth)) *
-           plane_;
-  }
-  /// Values of one plane, and of the slab's planes of one field; fields of the state.
-  [[nodiscard]] std::size_t plane() const noexcept { return plane_; }
-  [[nodiscard]] int fields() const noexcept { return fields_; }
-  [[nodiscard]] std::size_t field_values() const noexcept { return cells_; }
-
  private:
-  /// The rank across the face below (-1) or above (+1), or -1 at a fixed grid's edge.
-  [[nodiscard]] int neighbour(int side) const noexcept
-  {
-    int const r = slab_.rank + side;
-    if (r >= 0 && r < slab_.ranks) { return r; }
-    return periodic_ ? (r + slab_.ranks) % slab_.ranks : -1;
-  }
-  /// Starts sending face(f, side) — `depth` planes of field f, its first (side 0) or last (side 1)
-  /// — to the neighbour across that face, and receiving the neighbours' into the ghost planes.
-  template <class Face>
-  void post(int depth, T* into, Face&& face)
-  {
-    TAPEFLOW_EXPECTS(depth >= 0 && depth <= depth_, "asked for " + std::to_string(depth) +
-                                                      " ghost planes; the exchange was made for " + std::to_string(depth_));
-    TAPEFLOW_EXPECTS(!started_, "a ghost exchange was started twice: finish() the first");
-    if (into == nullptr) {
-      if (owned_.empty()) { owned_.resize(values(depth_)); }
-      into = owned_.data();
-    }
-    started_ = true;
-    depth_started_ = depth;
-    into_ = into;
-    if (depth == 0) { return; }
-    int const below = neighbour(-1);
-    int const above = neighbour(+1);
-    std::size_t const bytes = static_cast<std::size_t>(depth) * plane_ * sizeof(T);
-    std::vector<distributed::outgoing> sends;
-    std::vector<distributed::incoming> receives;
-    for (int f = 0; f < fields_; ++f) {
-      // Tag 2f: planes that become the receiver's ghosts below its lower face; 2f + 1: above.
-      if (below >= 0) {
-        receives.push_back({below, 2 * f, into_ + offset(f, 0, depth), bytes});
-        sends.push_back({below, 2 * f + 1, face(f, 0), bytes});
-      }
-      if (above >= 0) {
-        receives.push_back({above, 2 * f + 1, into_ + offset(f, 1, depth), bytes});
-        sends.push_back({above, 2 * f, face(f, 1), bytes});
-      }
-    }
-    ticket_ = comm_->start_exchange(sends, receives);
-  }
+  [[nodiscard]] static int tag(int f, int piece) noexcept { return 8 * f + piece; }
 
   std::shared_ptr<distributed::communicator> comm_;
-  slab slab_;
+  block block_;
   bool periodic_;
   int fields_;
   int depth_;
-  std::size_t plane_;
-  std::size_t cells_;
-  std::vector<T> owned_;  // ghost planes received in host memory, where start() was given no `into`
+  grid<T> local_;
+  int dims_;
+  std::vector<T> faces_;  // this rank's faces, packed, where start() was given its state
+  std::vector<T> owned_;  // ghost cells received in host memory, where no `into` was given
   T* into_{nullptr};      // where the started exchange receives
   bool started_{false};
   int depth_started_{0};
-  std::optional<distributed::exchange_ticket> ticket_;  // none for an exchange of no planes
+  std::optional<distributed::exchange_ticket> ticket_;  // none for an exchange of no cells
 };
 
 }  // namespace tapeflow::stencil

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <tapeflow/config.hpp>
+#include <tapeflow/stencil/ghosts.hpp>
 #include <tapeflow/stencil/stencil.hpp>
 
 #include <cstddef>
@@ -76,43 +77,49 @@ struct solo_team {
   TAPEFLOW_HOST_DEVICE void sync() const noexcept {}
 };
 
-/// The tiles a launch walks: tile numbers [first, last) but those in [skip_first, skip_last).
+/// The tiles a launch walks: those of a rectangle of tile positions, or every tile outside it.
+/// Tiles are numbered x fastest; a tile's number is (row * cols + col) * width + w, its row being
+/// its position along the outer cut axis, its column along the inner (tile_program::interior_tiles),
+/// and w its place along the faster uncut axis.
 struct tile_range {
-  std::size_t first{0};
-  std::size_t last{0};
-  std::size_t skip_first{0};
-  std::size_t skip_last{0};
+  std::size_t rows{0};   ///< tile positions along the outer cut axis
+  std::size_t cols{1};   ///< along the inner
+  std::size_t width{1};  ///< tiles per position along the faster uncut axis
+  std::size_t row_first{0};
+  std::size_t row_last{0};
+  std::size_t col_first{0};
+  std::size_t col_last{0};
+  bool outside{false};  ///< the tiles outside the rectangle rows [row_first, row_last) x cols [col_first, col_last)
 
+  /// Every one of `tiles` tiles.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE static constexpr tile_range all(std::size_t tiles) noexcept
+  {
+    return {tiles, 1, 1, 0, 0, 0, 0, true};
+  }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t rectangle() const noexcept
+  {
+    return (row_last - row_first) * (col_last - col_first) * width;
+  }
   [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t size() const noexcept
   {
-    return last - first - (skip_last - skip_first);
+    return outside ? rows * cols * width - rectangle() : rectangle();
   }
   /// The i-th tile number of the range.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t operator[](std::size_t i) const noexcept
   {
-    std::size_t const t = first + i;
-    return t < skip_first ? t : t + (skip_last - skip_first);
+    std::size_t const span = (col_last - col_first) * width;  // a row's tiles in the rectangle
+    if (!outside) { return (row_first + i / span) * cols * width + col_first * width + i % span; }
+    std::size_t const head = row_first * cols * width;  // the rows before the rectangle
+    if (i < head) { return i; }
+    std::size_t const kept = cols * width - span;  // a row's tiles beside the rectangle
+    std::size_t const beside = (row_last - row_first) * kept;
+    if (i - head < beside) {
+      std::size_t const row = row_first + (i - head) / kept;
+      std::size_t const c = (i - head) % kept;
+      return row * cols * width + (c < col_first * width ? c : c + span);
+    }
+    return i + rectangle();  // the rows after it
   }
-};
-
-/// Planes beyond a slab's two faces, which the neighbours sent: fields x {below, above} x depth
-/// planes, x fastest.
-template <class T>
-struct ghost_planes {
-  int depth{0};
-  T const* values{nullptr};
-};
-
-/// Where the grid a tile program runs on is one rank's slab of a larger grid, cut along its last
-/// axis (y in 2-D, z in 3-D, x in 1-D; docs/distributed.md): the slab's place in the whole grid,
-/// and the ghost planes of the state and of the adjoint the call reads (set for each call).
-template <class T>
-struct slab_view {
-  std::int64_t offset{0};  ///< the whole grid's index of the slab's first plane
-  std::int64_t global{0};  ///< planes of the whole grid along the cut axis; 0: the grid is not cut
-  ghost_planes<T> state{};         ///< beyond the faces of the state (or checkpoint) the call reads
-  ghost_planes<T> adjoint{};       ///< beyond the faces of the adjoint the call reads
-  ghost_planes<T> coefficients{};  ///< beyond the faces of the coefficients (they never change)
 };
 
 /// The tile program of stencil S on grid `g` (or on the slab `slab` of a larger grid, `g` being the
@@ -154,15 +161,33 @@ struct tile_program {
     }
     return v;
   }
-  /// The coordinate along the axis a slab is cut on (the last of the stencil's axes).
+  /// The coordinate along the outer cut axis (the last of the stencil's axes), and along the
+  /// inner (the one before it; none in 1-D).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE static constexpr std::int64_t along_cut(std::int64_t x, std::int64_t y,
                                                                            std::int64_t z) noexcept
   {
     return dims == 1 ? x : dims == 2 ? y : z;
   }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE static constexpr std::int64_t along_inner(std::int64_t x, std::int64_t y) noexcept
+  {
+    return dims == 1 ? 0 : dims == 2 ? x : y;
+  }
+  /// Whether the grid is a rank's part of a larger one, and whether that part is a block (cut
+  /// along the inner axis too; ghosts.hpp).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE bool split() const noexcept { return slab.global != 0; }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE bool block_split() const noexcept { return slab.inner_global != 0; }
+  /// Whether `axis` is cut: it then reads ghost cells past this grid's edges instead of wrapping.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE bool cut_axis(int axis) const noexcept
+  {
+    return split() && (axis == dims - 1 || (axis == dims - 2 && block_split()));
+  }
+  /// The layout of ghost cells `depth` deep around this grid (over ranks).
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE ghost_layout ghosts_of(int depth) const noexcept
+  {
+    return {depth, g.extent(dims - 1), dims == 1 ? 1 : g.extent(dims - 2), dims == 3 ? g.nx : 1, block_split()};
+  }
 
-  /// Whether (x, y, z) is a cell of this grid (of this rank's slab).
+  /// Whether (x, y, z) is a cell of this grid (of this rank's part).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE bool inside(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
   {
     return x >= 0 && y >= 0 && z >= 0 && x < static_cast<std::int64_t>(g.nx) && y < static_cast<std::int64_t>(g.ny) &&
@@ -174,64 +199,79 @@ struct tile_program {
   {
     if (!split()) { return inside(x, y, z); }
     std::int64_t const c = along_cut(x, y, z) + slab.offset;
-    bool const cut_ok = c >= 0 && c < slab.global;
-    bool const x_ok = dims == 1 || (x >= 0 && x < static_cast<std::int64_t>(g.nx));
-    bool const y_ok = dims != 3 || (y >= 0 && y < static_cast<std::int64_t>(g.ny));
-    return cut_ok && x_ok && y_ok;
+    bool ok = c >= 0 && c < slab.global;
+    if (dims >= 2) {
+      std::int64_t const i = along_inner(x, y) + (block_split() ? slab.inner_offset : 0);
+      std::int64_t const n = block_split() ? slab.inner_global : static_cast<std::int64_t>(g.extent(dims - 2));
+      ok = ok && i >= 0 && i < n;
+    }
+    if (dims == 3) { ok = ok && x >= 0 && x < static_cast<std::int64_t>(g.nx); }
+    return ok;
   }
   /// Index of (x, y, z) in a state array, wrapped onto the grid (periodic) or as it is (fixed,
-  /// inside only). A slab wraps along every axis but the cut one, where it reads ghost planes.
+  /// inside only). A rank's part wraps along every axis but the cut ones, where it reads ghosts.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t cell_of(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
   {
     if (g.edge == boundary::periodic) {
-      if (!split() || dims != 1) { x = wrap(x, g.nx); }
-      if (!split() || dims != 2) { y = wrap(y, g.ny); }
-      if (!split() || dims != 3) { z = wrap(z, g.nz); }
+      if (!cut_axis(0)) { x = wrap(x, g.nx); }
+      if (!cut_axis(1)) { y = wrap(y, g.ny); }
+      if (!cut_axis(2)) { z = wrap(z, g.nz); }
     }
     return (static_cast<std::size_t>(z) * g.ny + static_cast<std::size_t>(y)) * g.nx + static_cast<std::size_t>(x);
   }
   /// The value of field `f` at (x, y, z) of `state`, where (x, y, z) lies in the whole grid: from
-  /// the state, or from the ghost planes beyond the slab's faces.
+  /// the state, or from the ghost cells beyond the part's faces (ghosts.hpp's layout).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE T value_at(T const* state, ghost_planes<T> const& ghosts, int f, std::int64_t x,
                                                 std::int64_t y, std::int64_t z) const noexcept
   {
     if (split()) {
-      std::int64_t const c = along_cut(x, y, z);
-      auto const n = static_cast<std::int64_t>(g.extent(dims - 1));
-      if (c < 0 || c >= n) {
-        // Past the ghost planes lie only cells of a tile that reaches beyond the slab's face: no
-        // cell of the slab depends on them within the segment, and they are never written.
-        if (c < -static_cast<std::int64_t>(ghosts.depth) || c >= n + ghosts.depth) { return T(0); }
-        // Within a plane, the cell's index along the uncut axes (wrapped where periodic).
-        std::int64_t const px = dims == 1 ? 0 : (g.edge == boundary::periodic ? wrap(x, g.nx) : x);
-        std::int64_t const py = dims == 3 ? (g.edge == boundary::periodic ? wrap(y, g.ny) : y) : 0;
-        std::size_t const plane = dims == 1 ? 1 : dims == 2 ? g.nx : g.nx * g.ny;
-        std::size_t const in_plane = static_cast<std::size_t>(py) * g.nx + static_cast<std::size_t>(px);
-        int const side = c < 0 ? 0 : 1;
-        auto const d = static_cast<std::size_t>(c < 0 ? c + ghosts.depth : c - n);
-        std::size_t const row = (static_cast<std::size_t>(f) * 2 + static_cast<std::size_t>(side)) *
-                                  static_cast<std::size_t>(ghosts.depth) + d;
-        return ghosts.values[row * plane + in_plane];
+      std::int64_t const co = along_cut(x, y, z);
+      std::int64_t const ci = along_inner(x, y);
+      auto const no = static_cast<std::int64_t>(g.extent(dims - 1));
+      auto const ni = static_cast<std::int64_t>(dims == 1 ? 1 : g.extent(dims - 2));
+      int const so = co < 0 ? -1 : co >= no ? 1 : 0;
+      int const si = !block_split() ? 0 : ci < 0 ? -1 : ci >= ni ? 1 : 0;
+      if (so != 0 || si != 0) {
+        // Past the ghost cells lie only cells of a tile that reaches beyond the part's face: no
+        // cell of the part depends on them within the segment, and they are never written.
+        std::int64_t const d = ghosts.depth;
+        if (co < -d || co >= no + d || (block_split() && (ci < -d || ci >= ni + d))) { return T(0); }
+        bool const periodic = g.edge == boundary::periodic;
+        std::int64_t const lo = so < 0 ? co + d : so > 0 ? co - no : co;
+        std::int64_t const li = block_split() ? (si < 0 ? ci + d : si > 0 ? ci - ni : ci)
+                                : dims == 1      ? 0
+                                : periodic       ? wrap(ci, static_cast<std::size_t>(ni))
+                                                 : ci;
+        std::int64_t const lr = dims == 3 ? (periodic ? wrap(x, g.nx) : x) : 0;
+        ghost_layout const layout = ghosts_of(ghosts.depth);
+        int const p = ghost_layout::piece_of(so, si);
+        return ghosts.values[layout.offset(f, p) + layout.at(p, static_cast<std::size_t>(lo),
+                                                             static_cast<std::size_t>(li), static_cast<std::size_t>(lr))];
       }
     }
     return state[static_cast<std::size_t>(f) * g.cells() + cell_of(x, y, z)];
   }
 
   /// The site of step `step` at (x, y, z) of this grid, in the whole grid's coordinates (wrapped
-  /// where periodic; a slab's offset along the cut axis), reading the coefficients `c`.
+  /// where periodic; a part's offsets along the cut axes), reading the coefficients `c`.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE site<T> site_of(std::size_t step, std::int64_t x, std::int64_t y, std::int64_t z,
                                                      T const* c) const noexcept
   {
     bool const periodic = g.edge == boundary::periodic;
-    std::int64_t* const cut = dims == 1 ? &x : dims == 2 ? &y : &z;
     if (periodic) {
-      if (!split() || dims != 1) { x = wrap(x, g.nx); }
-      if (!split() || dims != 2) { y = wrap(y, g.ny); }
-      if (!split() || dims != 3) { z = wrap(z, g.nz); }
+      if (!cut_axis(0)) { x = wrap(x, g.nx); }
+      if (!cut_axis(1)) { y = wrap(y, g.ny); }
+      if (!cut_axis(2)) { z = wrap(z, g.nz); }
     }
     if (split()) {
+      std::int64_t* const cut = dims == 1 ? &x : dims == 2 ? &y : &z;
       *cut += slab.offset;
       if (periodic) { *cut = wrap(*cut, static_cast<std::size_t>(slab.global)); }
+    }
+    if (block_split()) {
+      std::int64_t* const cut = dims == 2 ? &x : &y;
+      *cut += slab.inner_offset;
+      if (periodic) { *cut = wrap(*cut, static_cast<std::size_t>(slab.inner_global)); }
     }
     return {step, x, y, z, c};
   }
@@ -304,29 +344,44 @@ struct tile_program {
   /// Tiles covering the grid.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t tiles() const noexcept { return tiles_covering(g.nx, g.ny, g.nz, tile); }
   /// Every tile.
-  [[nodiscard]] tile_range all_tiles() const noexcept { return {0, tiles(), 0, 0}; }
-  /// The tiles whose boxes, `halo` cells wider than the tile, lie within the slab along its cut
-  /// axis: they read no ghost plane, so they can run while the ghost planes travel. Tiles are
-  /// numbered with the cut axis outermost, so these are one run of them. Every tile of a grid that
-  /// is not cut.
+  [[nodiscard]] tile_range all_tiles() const noexcept { return tile_range::all(tiles()); }
+  /// The tiles whose boxes, `halo` cells wider than the tile, lie within this rank's part along its
+  /// cut axes: they read no ghost cell, so they can run while the ghosts travel. Every tile of a
+  /// grid that is not cut.
   [[nodiscard]] tile_range interior_tiles(int halo) const noexcept
   {
     if (!split()) { return all_tiles(); }
-    std::size_t const along = g.extent(dims - 1);
-    auto const width = static_cast<std::size_t>(dims == 1 ? tile.x : dims == 2 ? tile.y : tile.z);
-    std::size_t const rows = (along + width - 1) / width;  // tile positions along the cut axis
-    std::size_t const per_row = tiles() / rows;
-    auto const h = static_cast<std::size_t>(halo);
-    std::size_t const first_row = (h + width - 1) / width;       // its box starts at or past plane 0
-    std::size_t const last_row = along >= h ? (along - h) / width : 0;  // and ends at or before `along`
-    if (first_row >= last_row) { return {}; }
-    return {first_row * per_row, last_row * per_row, 0, 0};
+    auto const positions = [&](int axis) {
+      auto const width = static_cast<std::size_t>(axis == 0 ? tile.x : axis == 1 ? tile.y : tile.z);
+      return (g.extent(axis) + width - 1) / width;
+    };
+    // The tile positions along `axis` whose boxes start at or past its first cell and end at or
+    // before its last: [first, last).
+    auto const within = [&](int axis, std::size_t& first, std::size_t& last) {
+      auto const width = static_cast<std::size_t>(axis == 0 ? tile.x : axis == 1 ? tile.y : tile.z);
+      std::size_t const along = g.extent(axis);
+      auto const h = static_cast<std::size_t>(halo);
+      first = (h + width - 1) / width;
+      last = along >= h ? (along - h) / width : 0;
+      if (first > last) { first = last; }
+    };
+    tile_range range{positions(dims - 1), dims == 1 ? 1 : positions(dims - 2), dims == 3 ? positions(0) : 1, 0, 0, 0, 0,
+                 false};
+    within(dims - 1, range.row_first, range.row_last);
+    if (block_split()) {
+      within(dims - 2, range.col_first, range.col_last);
+    } else {
+      range.col_last = range.cols;
+    }
+    if (range.row_first == range.row_last || range.col_first == range.col_last) { range.row_first = range.row_last = 0; }
+    return range;
   }
-  /// The tiles interior_tiles(halo) leaves out: those that read ghost planes.
+  /// The tiles interior_tiles(halo) leaves out: those that read ghost cells.
   [[nodiscard]] tile_range boundary_tiles(int halo) const noexcept
   {
-    tile_range const inner = interior_tiles(halo);
-    return {0, tiles(), inner.first, inner.last};
+    tile_range range = interior_tiles(halo);
+    range.outside = !range.outside;
+    return range;
   }
 
   // ---- one level from the one before ---------------------------------------------------------------

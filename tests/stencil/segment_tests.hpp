@@ -100,6 +100,20 @@ void check_every_length(S const& s, st::grid<T> const& g, std::size_t steps, std
   }
 }
 
+TEST(StencilSegments, AGridOfTwoToTheThirtyTwoTilesIsRefused)
+{
+  // The kernels number a segment's tiles in 32 bits (tile_range): 2^33 one-cell tiles are refused,
+  // and the same line in tiles of 4 cells is planned.
+  st::grid<float> const line{std::size_t{1} << 33};
+  st::segment_request r;
+  r.k = 1;
+  r.tile = {1, 1, 1};
+  device_limits const limits = query_device_limits(target);
+  EXPECT_THROW(static_cast<void>(st::plan_segments<burgers_1d<float>>(line, 2, limits, r)), logic_error);
+  r.tile = {4, 1, 1};
+  EXPECT_EQ(st::plan_segments<burgers_1d<float>>(line, 2, limits, r).tiles, std::size_t{1} << 31);
+}
+
 TEST(StencilSegments, ATilePastFortyEightKiBOptsInAndGivesTheSameBits)
 {
   if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }

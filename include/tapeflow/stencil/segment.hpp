@@ -17,6 +17,7 @@
 #include <tapeflow/stream.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -216,6 +217,9 @@ template <class S>
   }
   p.tile = t;
   p.tiles = tiles_covering(g.nx, g.ny, g.nz, t);
+  TAPEFLOW_EXPECTS(p.tiles <= UINT32_MAX, "tiles of " + std::to_string(t.x) + "x" + std::to_string(t.y) + "x" +
+                                            std::to_string(t.z) + " cut the grid into " + std::to_string(p.tiles) +
+                                            " tiles; a segment walks fewer than 2^32: ask for larger tiles");
   p.segments = (steps + static_cast<std::size_t>(p.k) - 1) / static_cast<std::size_t>(p.k);
   p.scratch_bytes = scratch(p.k);
   p.states_per_step = detail::states_per_step(segment_shape{p.k, r}, t, dims, S::fields, coefficients_v<S>);

@@ -179,6 +179,8 @@ class slab_session final : public session<T> {
     }
     r.notes.push_back(note);
     r.facts.emplace_back("ranks", static_cast<double>(b.ranks()));
+    r.facts.emplace_back("ranks_rows", static_cast<double>(b.outer.ranks));  // the process grid
+    r.facts.emplace_back("ranks_columns", static_cast<double>(b.inner.ranks));
     return r;
   }
 

@@ -35,6 +35,14 @@ function(same_bits_over ranks)
   endif()
 endfunction()
 
+# The last run's JSON names its process grid: `rows` x `columns`.
+function(process_grid_was rows columns)
+  file(READ "${WORK}/ranks.json" stats)
+  if(NOT stats MATCHES "\"ranks_rows\": ${rows}[^0-9.]" OR NOT stats MATCHES "\"ranks_columns\": ${columns}[^0-9.]")
+    message(FATAL_ERROR "the JSON does not say the ranks ran as ${rows} x ${columns}:\n${stats}")
+  endif()
+endfunction()
+
 run_or_fail("${CLI}" init allen-cahn --n 48 --out u0.bin --seed 5)
 run_or_fail("${CLI}" init burgers --n 301 --out b0.bin --seed 6)
 run_or_fail("${CLI}" init lbm --nx 9 --ny 14 --out f0.bin --seed 7)
@@ -53,11 +61,14 @@ same_bits_over(3 wave --nx 6 --ny 5 --nz 13 --steps 6 --segment 2 --input w3.bin
 # Blocks: 4 ranks as 2 x 2 (LBM's diagonal taps read the corners; the 2-D wave's receivers' row is
 # cut, and its ranks gather the traces), 6 as 3 x 2 and as 2 x 3.
 same_bits_over(4 allen-cahn --n 48 --steps 9 --segment 3 --input u0.bin)
+process_grid_was(2 2)
 same_bits_over(4 lbm --nx 9 --ny 14 --steps 7 --segment 1 --input f0.bin)
 same_bits_over(4 wave --nx 14 --ny 17 --steps 10 --segment 2 --input w2.bin)
 same_bits_over(4 wave --nx 6 --ny 5 --nz 13 --steps 6 --segment 1 --input w3.bin)
 same_bits_over(6 allen-cahn --n 48 --steps 9 --segment 2 --input u0.bin)
+process_grid_was(3 2)
 same_bits_over(6 lbm --nx 9 --ny 14 --steps 7 --segment 1 --ranks-grid 2x3 --input f0.bin)
+process_grid_was(2 3)
 
 # A refusal is met before anything crosses ranks: every rank exits 2, the message printed once, and
 # MPI finalised rather than aborted (MPICH's launcher may drop what a rank printed before an abort).

@@ -126,6 +126,9 @@ class segment_session final : public chain_session<T, Step> {
       step_(make(S{geometry_of<T>(p), this->d_.template data_as<T>(), traces_.template data_as<T>()}, grid_of<T>(p),
                  plan, o.ranks, tapeflow::stencil::coefficient_view<T>{this->m_.template data_as<T>()}))
   {
+    // A rank records only its own receivers: the rest of its traces are sent, never read, when the
+    // ranks gather them; zeros rather than whatever the allocation held.
+    traces_.fill(0, o.stream);
   }
 
   void primal(stream_view s) override { this->run_primal(step_, plan_.segments, s); }

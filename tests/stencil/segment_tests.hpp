@@ -102,6 +102,7 @@ void check_every_length(S const& s, st::grid<T> const& g, std::size_t steps, std
 
 TEST(StencilSegments, AGridOfTwoToTheThirtyTwoTilesIsRefused)
 {
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   // The kernels number a segment's tiles in 32 bits (tile_range): 2^33 one-cell tiles are refused,
   // and the same line in tiles of 4 cells is planned.
   st::grid<float> const line{std::size_t{1} << 33};
@@ -262,6 +263,9 @@ TEST(StencilSegments, ACommunicatorOfDeviceMemoryGetsTheStateItselfAndTheSameBit
     auto const ranks = std::make_shared<recording_ranks>(std::make_shared<distributed::single_rank>(), device_memory);
     st::device_ghosts<T> ghosts(ranks, whole, g, 2, 1, 2);
     EXPECT_EQ(ghosts.direct(), device_memory);
+    EXPECT_THROW(static_cast<void>(ghosts.fill(state.data_as<T>(), 3, {})), logic_error)
+      << "deeper than it was made for: refused before its faces are packed";
+    ASSERT_TRUE(ranks->sent.empty());
     st::ghost_planes<T> const got = ghosts.fill(state.data_as<T>(), 2, {});
     ASSERT_EQ(ranks->sent.size(), 2u);
     ASSERT_EQ(ranks->received.size(), 2u);

@@ -136,6 +136,7 @@ class device_ghosts {
   /// the work before on `s` has written them.
   void start(T const* state, int depth, stream_view s)
   {
+    exchange_.check_start(depth);  // before the faces are packed into buffers sized for its depth
     if (!planes_) {
       planes_.emplace(gpu_backend, capacity_ * sizeof(T), s);
       faces_.emplace(gpu_backend, capacity_ * sizeof(T), s);

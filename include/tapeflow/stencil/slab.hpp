@@ -253,6 +253,7 @@ class ghost_exchange {
   /// distributed_error as the communicator.
   void start(T const* state, int depth, stream_view = {})
   {
+    check_start(depth);
     ghost_layout const l = layout(depth);
     if (faces_.size() < values(depth_)) { faces_.resize(values(depth_)); }
     for (std::size_t i = 0; i < values(depth); ++i) { faces_[i] = face_value(l, state, field_values(), i); }
@@ -265,9 +266,7 @@ class ghost_exchange {
   /// communicator exchanges it.
   void start_from_faces(T const* faces, int depth, T* into = nullptr)
   {
-    TAPEFLOW_EXPECTS(depth >= 0 && depth <= depth_, "asked for " + std::to_string(depth) +
-                                                      " ghost cells; the exchange was made for " + std::to_string(depth_));
-    TAPEFLOW_EXPECTS(!started_, "a ghost exchange was started twice: finish() the first");
+    check_start(depth);
     if (into == nullptr) {
       if (owned_.empty()) { owned_.resize(values(depth_)); }
       into = owned_.data();
@@ -293,6 +292,15 @@ class ghost_exchange {
       }
     }
     ticket_ = comm_->start_exchange(sends, receives);
+  }
+
+  /// Throws logic_error unless an exchange `depth` cells deep can start now: no deeper than the
+  /// exchange was made for, and none started and not yet finished. What every start checks first.
+  void check_start(int depth) const
+  {
+    TAPEFLOW_EXPECTS(depth >= 0 && depth <= depth_, "asked for " + std::to_string(depth) +
+                                                      " ghost cells; the exchange was made for " + std::to_string(depth_));
+    TAPEFLOW_EXPECTS(!started_, "a ghost exchange was started twice: finish() the first");
   }
 
   /// Collective: waits for the started exchange; its ghost cells, where it received them (valid

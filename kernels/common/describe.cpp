@@ -95,7 +95,7 @@ std::vector<cli::flag_spec> segment_flags()
 namespace {
 
 /// --ranks-grid PYxPX against the run's ranks and the grid's `dims`.
-tapeflow::stencil::ranks_grid ranks_grid_of(cli::parsed_args const& args, stencil_options const& o, int dims)
+tapeflow::stencil::ranks_grid ranks_grid_flag(cli::parsed_args const& args, stencil_options const& o, int dims)
 {
   std::string const text = args.text("ranks-grid");
   std::size_t const x = text.find('x');
@@ -122,7 +122,7 @@ tapeflow::stencil::ranks_grid ranks_grid_of(cli::parsed_args const& args, stenci
 
 void read_segment_options(cli::parsed_args const& args, stencil_options& o, int dims)
 {
-  if (args.has("ranks-grid")) { o.ranks_grid = ranks_grid_of(args, o, dims); }
+  if (args.has("ranks-grid")) { o.ranks_grid = ranks_grid_flag(args, o, dims); }
   if (args.text("segment", "1") == "auto") {
     o.segment = 0;
   } else {

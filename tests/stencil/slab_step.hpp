@@ -78,8 +78,7 @@ template <class T>
 stencil::block rank_block(stencil::grid<T> const& g, int dims, distributed::communicator const& comm,
                           stencil::ranks_grid grid = {})
 {
-  return stencil::block::of(g.extent(dims - 1), dims == 1 ? 1 : g.extent(dims - 2),
-                            stencil::ranks_grid_of(comm.size(), dims, grid), comm.rank());
+  return stencil::block_of(g, dims, stencil::ranks_grid_of(comm.size(), dims, grid), comm.rank());
 }
 
 struct run_settings {

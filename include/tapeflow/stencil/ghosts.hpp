@@ -11,6 +11,7 @@
 #pragma once
 
 #include <tapeflow/config.hpp>
+#include <tapeflow/stencil/stencil.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +61,14 @@ struct ghost_layout {
   std::size_t inner{1};  ///< its cells along the inner axis (cut or not; 1 in 1-D)
   std::size_t rest{1};   ///< its cells along the faster uncut axis (x in 3-D; 1 otherwise)
   bool block{false};     ///< cut along the inner axis too: 8 pieces, else 2
+
+  /// The layout `depth` deep around `part`, a rank's part of a `dims`-D grid (a block if `block`).
+  template <class T>
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE static constexpr ghost_layout of(grid<T> const& part, int dims, int depth,
+                                                                      bool block) noexcept
+  {
+    return {depth, part.extent(dims - 1), dims == 1 ? 1 : part.extent(dims - 2), dims == 3 ? part.nx : 1, block};
+  }
 
   /// The piece beyond the side (so, si): -1 below / left, +1 above / right, 0 along (not both 0;
   /// si is 0 for a slab).

@@ -145,6 +145,13 @@ struct block {
   }
 };
 
+/// Rank `rank`'s part of `whole`, a `dims`-D grid, over the process grid `ranks`.
+template <class T>
+[[nodiscard]] block block_of(grid<T> const& whole, int dims, ranks_grid ranks, int rank)
+{
+  return block::of(whole.extent(dims - 1), dims == 1 ? 1 : whole.extent(dims - 2), ranks, rank);
+}
+
 /// The grid of one rank's part: `whole` with its cut axes cut to the part's extents.
 template <class T>
 [[nodiscard]] grid<T> block_grid(grid<T> whole, int dims, block const& b) noexcept
@@ -171,8 +178,7 @@ template <class S>
                                                        segment_plan const& plan, distributed::communicator const& comm)
 {
   constexpr int dims = S::dims;
-  ranks_grid const ranks = ranks_grid_of(comm.size(), dims, plan.ranks);
-  block const b = block::of(whole.extent(dims - 1), dims == 1 ? 1 : whole.extent(dims - 2), ranks, comm.rank());
+  block const b = block_of(whole, dims, ranks_grid_of(comm.size(), dims, plan.ranks), comm.rank());
   grid<typename S::value_type> const local = block_grid(whole, dims, b);
   std::size_t const widest_inner = b.cut_inner() ? b.inner.widest() : (dims == 1 ? 1 : local.extent(dims - 2));
   std::size_t const rest = dims == 3 ? local.nx : 1;
@@ -192,7 +198,7 @@ template <class S>
   constexpr int dims = S::dims;
   segment_plan const p = distributed::collectively(comm, [&] {
     ranks_grid const ranks = ranks_grid_of(comm.size(), dims, request.ranks);
-    block const b = block::of(whole.extent(dims - 1), dims == 1 ? 1 : whole.extent(dims - 2), ranks, comm.rank());
+    block const b = block_of(whole, dims, ranks, comm.rank());
     request.max_halo = static_cast<int>(std::min(b.thinnest(), static_cast<std::size_t>(INT_MAX)));
     segment_plan planned = plan_segments<S>(block_grid(whole, dims, b), steps, limits, request);
     planned.ranks = ranks;
@@ -236,8 +242,7 @@ class ghost_exchange {
   /// The layout of ghost cells (and faces) `depth` deep.
   [[nodiscard]] ghost_layout layout(int depth) const noexcept
   {
-    return {depth, local_.extent(dims_ - 1), dims_ == 1 ? 1 : local_.extent(dims_ - 2), dims_ == 3 ? local_.nx : 1,
-            block_.cut_inner()};
+    return ghost_layout::of(local_, dims_, depth, block_.cut_inner());
   }
   /// Values of ghost cells (or faces) `depth` deep, every field's.
   [[nodiscard]] std::size_t values(int depth) const noexcept { return layout(depth).values(fields_); }

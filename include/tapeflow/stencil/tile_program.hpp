@@ -104,8 +104,8 @@ struct tile_range {
   {
     return outside ? rows * cols * width - rectangle() : rectangle();
   }
-  /// The i-th tile number of the range. In 32-bit arithmetic (plan_segments keeps a grid's tiles
-  /// below 2^32): 64-bit divisions would take a kernel's registers from 40 to 76 (ptxas, sm_90).
+  /// The i-th tile number of the range, in 32-bit arithmetic: plan_segments keeps a grid's tiles
+  /// below 2^32, and 64-bit divisions cost the kernels registers (docs/benchmarks.md).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t operator[](std::size_t i) const noexcept
   {
     using u32 = std::uint32_t;
@@ -188,7 +188,7 @@ struct tile_program {
   /// The layout of ghost cells `depth` deep around this grid (over ranks).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE ghost_layout ghosts_of(int depth) const noexcept
   {
-    return {depth, g.extent(dims - 1), dims == 1 ? 1 : g.extent(dims - 2), dims == 3 ? g.nx : 1, block_split()};
+    return ghost_layout::of(g, dims, depth, block_split());
   }
 
   /// Whether (x, y, z) is a cell of this grid (of this rank's part).

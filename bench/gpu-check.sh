@@ -19,6 +19,11 @@
 #             PyPI's MPICH in .mpich, carried with it; docs/distributed.md): 1 to 4 ranks, then two
 #             ranks under memcheck (with leak check), initcheck, racecheck and synccheck; one rank
 #             through NCCL where the build has tapeflow::nccl
+#   enzyme    the Enzyme example's Enzyme-generated cubins (a build with TAPEFLOW_ENZYME) through chains
+#             under every policy (tapeflow_enzyme_gpu_tests), then under each compute-sanitizer tool
+#             (memcheck with leak check: Enzyme's caches in the pool, none left on the device heap)
+#   hip       the HIP source path built for HIP's NVIDIA platform (HIP_BUILD_DIR, build/hip-nvidia):
+#             its GPU tests, then memcheck over them
 #   cli       the README's main job on the GPU, its gradient compared with the CPU backend's; the
 #             packed LSTM on the GPU against torch.nn.LSTM (tests/torch/lstm_packed.py)
 #   profile   Nsight Compute counters and stall reasons of the kernels behind missed targets
@@ -174,6 +179,36 @@ stage_mpi() {
     "$mpiexec" -n 1 "$nccl_tests" >"$logs/mpi-nccl.log" 2>&1 || rc=1
     note "  NCCL, one rank: $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$logs/mpi-nccl.log" | tr -s ' \n' ' ')"
   fi
+  return $rc
+}
+
+stage_enzyme() {
+  local tests=$build/tests/enzyme/tapeflow_enzyme_gpu_tests rc=0 tool
+  if [ ! -x "$tests" ]; then
+    note "  needs $tests: configure with -DTAPEFLOW_ENZYME=ON (.ci/install-enzyme.sh; docs/enzyme.md)"
+    return 1
+  fi
+  "$tests" --gtest_brief=0 >"$logs/enzyme.log" 2>&1 || rc=1
+  grep -E '^\[  (PASSED|SKIPPED|FAILED)|vs_hand_written' "$logs/enzyme.log" | tee -a "$summary"
+  for tool in memcheck initcheck racecheck synccheck; do
+    local extra=()
+    [ "$tool" = memcheck ] && extra=(--leak-check full)
+    [ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
+    sanitize_one "$tool" "enzyme-$tool" "$tests" '*' "${extra[@]}" || rc=1
+  done
+  return $rc
+}
+
+stage_hip() {
+  local hip_build=${HIP_BUILD_DIR:-build/hip-nvidia} rc=0
+  local tests=$hip_build/tests/tapeflow_gpu_tests
+  if [ ! -x "$tests" ]; then
+    note "  needs $tests: the HIP source path built for HIP's NVIDIA platform (docs/gpu-validation.md)"
+    return 1
+  fi
+  "$tests" --gtest_brief=1 >"$logs/hip.log" 2>&1 || rc=1
+  grep -E '^\[  (PASSED|SKIPPED|FAILED)' "$logs/hip.log" | tee -a "$summary"
+  sanitize_one memcheck hip-memcheck "$tests" '*' --leak-check full || rc=1
   return $rc
 }
 

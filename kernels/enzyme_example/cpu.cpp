@@ -39,9 +39,9 @@ struct cpu_step : step_shape {
 
 }  // namespace
 
-result gradient_cpu(problem const& p, std::vector<double> const& x0, options const& o)
+std::unique_ptr<sweeps> open_cpu(problem const& p, std::vector<double> const& x0, options const& o)
 {
-  return run(cpu_step{{p.n, {p.inner, p.a}}}, p, x0, o);
+  return open_hand_written(cpu_step{{p.n, {p.inner, p.a}}}, p, x0, o);
 }
 
 }  // namespace tapeflow::workloads::enzyme_example::detail

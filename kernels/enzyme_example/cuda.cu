@@ -71,9 +71,9 @@ struct gpu_step : step_shape {
 
 }  // namespace
 
-result gradient_gpu(problem const& p, std::vector<double> const& x0, options const& o)
+std::unique_ptr<sweeps> open_gpu(problem const& p, std::vector<double> const& x0, options const& o)
 {
-  return run(gpu_step{{p.n, {p.inner, p.a}}}, p, x0, o);
+  return open_hand_written(gpu_step{{p.n, {p.inner, p.a}}}, p, x0, o);
 }
 
 }  // namespace tapeflow::workloads::enzyme_example::detail

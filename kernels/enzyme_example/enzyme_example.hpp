@@ -11,6 +11,7 @@
 #include <tapeflow/tiers.hpp>
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 namespace tapeflow::workloads::enzyme_example {
@@ -38,6 +39,27 @@ struct result {
 };
 
 /// dL/dx0. Throws logic_error for sizes of zero or values that do not match n.
+/// The example's chain opened on x0 (on o.kind, the hand-written pair of math.hpp, or Enzyme's
+/// kernels: enzyme_device.hpp): its sweeps one by one, device-resident, for a benchmark to time.
+class sweeps {
+ public:
+  virtual ~sweeps() = default;
+  /// x_0 -> x_T, taping. Asynchronous on the default stream.
+  virtual void forward() = 0;
+  /// dL/dx_T = x_T -> dL/dx_0, consuming the forward's tape. Asynchronous on the default stream.
+  virtual void reverse() = 0;
+  /// The loss and gradient of the last forward and reverse, downloaded.
+  [[nodiscard]] virtual result collect() = 0;
+};
+
+/// The hand-written pair's sweeps. Throws logic_error for a zero size or an x0 not of n values,
+/// unavailable_error when the build has no kernels for o.kind.
+[[nodiscard]] std::unique_ptr<sweeps> open(problem const& p, std::vector<double> const& x0, options const& o);
+
+/// forward(), reverse(), collect().
+[[nodiscard]] result gradient(sweeps& s);
+
+/// gradient(*open(p, x0, o)).
 [[nodiscard]] result gradient(problem const& p, std::vector<double> const& x0, options const& o);
 
 }  // namespace tapeflow::workloads::enzyme_example

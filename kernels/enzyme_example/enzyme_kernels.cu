@@ -12,6 +12,9 @@
 // The reverse reads each thread's slot into registers rather than through tile_pipeline: clang-15,
 // the newest clang an Enzyme plugin for Debian's LLVM is published for, cannot include CUDA 12/13's
 // headers (cuda::pipeline); docs/enzyme.md says what that leaves open.
+//
+// The kernels are extern "C": the host loads the cubin through the driver API and finds them by
+// these names (enzyme_device.hpp, which also holds the argument lists each launch passes).
 #include <tapeflow/workloads/enzyme_example/math.hpp>
 #include <tapeflow/device/views.hpp>
 #include <tapeflow/enzyme_abi.hpp>
@@ -32,8 +35,21 @@ inline constexpr std::size_t slot_chunks = (input_bytes + tape_bytes) / sizeof(c
 
 __device__ double iterate_ptr(double x, params* p) { return iterate(x, *p); }
 
-__global__ void augmented_kernel(double const* __restrict__ in, double* __restrict__ out, tape_writer<chunk> tape,
-                                 std::size_t n, params p, enzyme::cache_view caches)
+extern "C" {
+
+/// The untaped primal, for the chain's forward sweeps past a checkpoint.
+__global__ void tapeflow_enzyme_example_primal_kernel(double const* __restrict__ in, double* __restrict__ out,
+                                                      std::size_t n, params p)
+{
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    out[i] = iterate(in[i], p);
+  }
+}
+
+__global__ void tapeflow_enzyme_example_augmented_kernel(double const* __restrict__ in, double* __restrict__ out,
+                                                         tape_writer<chunk> tape, std::size_t n, params p,
+                                                         enzyme::cache_view caches)
 {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
@@ -48,8 +64,9 @@ __global__ void augmented_kernel(double const* __restrict__ in, double* __restri
   }
 }
 
-__global__ void reverse_kernel(chunk const* __restrict__ tape, double const* __restrict__ g_out,
-                               double* __restrict__ g_in, std::size_t n, params p)
+__global__ void tapeflow_enzyme_example_reverse_kernel(chunk const* __restrict__ tape,
+                                                       double const* __restrict__ g_out, double* __restrict__ g_in,
+                                                       std::size_t n, params p)
 {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
@@ -61,5 +78,7 @@ __global__ void reverse_kernel(chunk const* __restrict__ tape, double const* __r
                                                    enzyme::constant<params*>{&p}, enzyme::d_return<double>{g_out[i]});
   }
 }
+
+}  // extern "C"
 
 }  // namespace tapeflow::workloads::enzyme_example::device

@@ -99,8 +99,9 @@ stage_tests() {
   # Left out: the Python checks of the benchmark pipeline (their interpreter path is the build
   # machine's; they run in CI, and the quick stage runs the pipeline itself here), the tests that run
   # the build machine's compiler and CMake (label compiler; CI runs them) and the emulated device's
-  # tests (CPU work, run in CI; device time is for the device).
-  ctest --test-dir "$build" --output-on-failure -j6 --timeout 600 --label-exclude "python|compiler|emulated" \
+  # tests (CPU work, run in CI; device time is for the device); the Enzyme route's tests (its host
+  # tests and PTX checks run in CI; its GPU tests are the enzyme stage).
+  ctest --test-dir "$build" --output-on-failure -j6 --timeout 600 --label-exclude "python|compiler|emulated|enzyme" \
     --output-junit "$PWD/$logs/tests.xml" >"$logs/tests.log" 2>&1
   local rc=$?
   grep -E 'tests passed|tests failed|Total Test time' "$logs/tests.log" | tee -a "$summary"

@@ -72,6 +72,13 @@ if [ -n "$source_dir" ] && [ ! -e "$source_dir" ]; then
   mkdir -p "$(dirname "$source_dir")" && ln -s "$PWD" "$source_dir"
 fi
 
+# Tests that are CMake scripts (the CLI under mpiexec) name the build machine's cmake: link it to
+# this machine's when that path does not exist.
+cmake_path=$(sed -n 's/^CMAKE_COMMAND:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
+if [ -n "$cmake_path" ] && [ ! -e "$cmake_path" ] && command -v cmake >/dev/null; then
+  mkdir -p "$(dirname "$cmake_path")" && ln -s "$(command -v cmake)" "$cmake_path"
+fi
+
 gpu_tests="$build/tests/tapeflow_gpu_tests"
 host_tests="$build/tests/tapeflow_tests"
 race_filter=${RACE_FILTER:-'*TilePipeline*:*HaloWindows*:*HaloChain*:*TapeBound*:AllenCahn.*:*Lbm*:*Rk4*:*ThreadTape*:GpuChains.*:StencilSegments.*'}
@@ -190,7 +197,7 @@ stage_enzyme() {
     return 1
   fi
   "$tests" --gtest_brief=0 >"$logs/enzyme.log" 2>&1 || rc=1
-  grep -E '^\[  (PASSED|SKIPPED|FAILED)|vs_hand_written' "$logs/enzyme.log" | tee -a "$summary"
+  grep -E '^\[  (PASSED|SKIPPED|FAILED)|hand-written' "$logs/enzyme.log" | tee -a "$summary"
   for tool in memcheck initcheck racecheck synccheck; do
     local extra=()
     [ "$tool" = memcheck ] && extra=(--leak-check full)

@@ -155,6 +155,15 @@ gradient_of<T> reference_gradient(S const& s, st::grid<T> const& g, std::size_t 
   return r;
 }
 
+/// Where the reference and the kernels are compiled by the same compiler (the CPU backend, the
+/// emulated device) they agree bit for bit; a GPU compiler may contract into FMAs differently.
+constexpr bool reference_bits_hold =
+#if defined(TAPEFLOW_TEST_ON_GPU) && !defined(TAPEFLOW_EMULATED)
+  false;
+#else
+  true;
+#endif
+
 /// Small tiles of odd sizes, so that the tests' small grids hold many tiles, some cut by the edge,
 /// and the halos of long segments reach past the neighbouring tiles (and, periodic, around). In
 /// 3-D a segment's levels grow as the cube of the halo: tiny tiles keep them in 48 KiB.

@@ -59,15 +59,6 @@ gradient_of<T> segmented_gradient(S const& s, st::grid<T> const& g, std::size_t 
   return run_half_squares(c, target, u0);
 }
 
-/// Where the reference and the kernels are compiled by the same compiler (the CPU backend, the
-/// emulated device) they agree bit for bit; a GPU compiler may contract into FMAs differently.
-constexpr bool reference_bits_hold =
-#if defined(TAPEFLOW_TEST_ON_GPU) && !defined(TAPEFLOW_EMULATED)
-  false;
-#else
-  true;
-#endif
-
 /// Every segment length and policy against one-step segments under store, and those against the
 /// reference.
 template <class S, class T = typename S::value_type>

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -159,7 +160,10 @@ rates_run run_rates(S const& s, stencil::grid<double> const& g, std::size_t step
 }  // namespace
 
 /// A communicator that forwards to `inner`, says whether it exchanges device memory as told, and
-/// keeps the buffers of every exchange it was asked for: which route a device runner took.
+/// keeps the buffers of every exchange it was asked for: which route a device runner took. Told it
+/// exchanges device memory on a GPU, it moves the bytes as a CUDA-aware communicator would: it
+/// copies the sends out of device memory, exchanges host copies through `inner` (a host
+/// communicator: single_rank copies with memmove), and copies what arrived into the receives.
 class recording_ranks final : public distributed::communicator {
  public:
   recording_ranks(std::shared_ptr<distributed::communicator> inner, bool device_memory)
@@ -178,15 +182,57 @@ class recording_ranks final : public distributed::communicator {
   {
     for (distributed::outgoing const& out : sends) { sent.push_back(out.data); }
     for (distributed::incoming const& in : receives) { received.push_back(in.data); }
+#if defined(TAPEFLOW_TEST_ON_GPU) && !defined(TAPEFLOW_EMULATED)
+    if (device_memory_) {
+      std::vector<distributed::outgoing> host_sends = sends;
+      std::vector<distributed::incoming> host_receives = receives;
+      staged_.emplace_back();
+      staged_exchange& st = staged_.back();
+      for (distributed::outgoing& out : host_sends) {
+        st.buffers.emplace_back(out.bytes);
+        TAPEFLOW_CUDA_TRY(cudaMemcpy(st.buffers.back().data(), out.data, out.bytes, cudaMemcpyDefault));
+        out.data = st.buffers.back().data();
+      }
+      for (distributed::incoming& in : host_receives) {
+        st.buffers.emplace_back(in.bytes);
+        st.arrivals.push_back({in.data, st.buffers.back().data(), in.bytes});
+        in.data = st.buffers.back().data();
+      }
+      st.ticket = inner_->start_exchange(host_sends, host_receives);
+      return st.ticket;
+    }
+#endif
     return inner_->start_exchange(sends, receives);
   }
-  void finish_exchange(distributed::exchange_ticket ticket) override { inner_->finish_exchange(ticket); }
+  void finish_exchange(distributed::exchange_ticket ticket) override
+  {
+    inner_->finish_exchange(ticket);
+#if defined(TAPEFLOW_TEST_ON_GPU) && !defined(TAPEFLOW_EMULATED)
+    auto const st = std::find_if(staged_.begin(), staged_.end(), [&](staged_exchange const& e) { return e.ticket == ticket; });
+    if (st == staged_.end()) { return; }
+    for (arrival const& a : st->arrivals) {
+      TAPEFLOW_CUDA_TRY(cudaMemcpy(a.device, a.host, a.bytes, cudaMemcpyDefault));
+    }
+    staged_.erase(st);
+#endif
+  }
   void announce_failure(std::string const& what) noexcept override { inner_->announce_failure(what); }
   bool exchanges_device_memory() const noexcept override { return device_memory_; }
 
  private:
+  struct arrival {
+    void* device;
+    void const* host;
+    std::size_t bytes;
+  };
+  struct staged_exchange {
+    distributed::exchange_ticket ticket{};
+    std::list<std::vector<unsigned char>> buffers;  // a list: the host copies stay put as it grows
+    std::vector<arrival> arrivals;
+  };
   std::shared_ptr<distributed::communicator> inner_;
   bool device_memory_;
+  std::list<staged_exchange> staged_;
 };
 
 }  // namespace tapeflow::testing

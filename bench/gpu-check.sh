@@ -172,7 +172,10 @@ stage_mpi() {
   fi
   for ranks in 1 2 3 4; do
     "$mpiexec" -n "$ranks" "$gpu_mpi" --gtest_brief=1 >"$logs/mpi-ranks-$ranks.log" 2>&1 || rc=1
-    note "  $ranks rank(s) on one GPU: $(grep -cE '^\[  PASSED' "$logs/mpi-ranks-$ranks.log") of $ranks passed," \
+    # Every rank prints its own summary: a rank passed when it printed one and no test of it failed.
+    note "  $ranks rank(s) on one GPU: $(grep -cE '^\[==========\] .* ran\.' "$logs/mpi-ranks-$ranks.log") of $ranks" \
+      "finished, failed: $(grep -E '^\[  FAILED  \] .*\([0-9]+ ms\)$' "$logs/mpi-ranks-$ranks.log" | sed 's/ (.*//' |
+      sort | uniq -c | tr -s ' \n' ' ')none else," \
       "$(grep -cE '^\[  SKIPPED \] .*\([0-9]+ ms\)$' "$logs/mpi-ranks-$ranks.log") tests skipped"
   done
   for tool in memcheck initcheck racecheck synccheck; do
@@ -181,7 +184,8 @@ stage_mpi() {
     timeout --signal=INT --kill-after=20 "${SANITIZE_TIMEOUT:-420}" "$mpiexec" -n 2 \
       compute-sanitizer --tool "$tool" --error-exitcode 99 "${extra[@]}" "$gpu_mpi" --gtest_brief=1 \
       >"$logs/mpi-sanitize-$tool.log" 2>&1 || rc=1
-    note "  2 ranks under $tool: $(grep -E '^========= (ERROR|RACECHECK) SUMMARY' "$logs/mpi-sanitize-$tool.log" | sort | uniq -c | tr -s ' \n' ' ')"
+    note "  2 ranks under $tool: $(grep -E '^========= (ERROR|RACECHECK) SUMMARY' "$logs/mpi-sanitize-$tool.log" | sort | uniq -c | tr -s ' \n' ' ')" \
+      "failed tests: $(grep -cE '^\[  FAILED  \] .*\([0-9]+ ms\)$' "$logs/mpi-sanitize-$tool.log")"
   done
   if [ -x "$nccl_tests" ]; then
     "$mpiexec" -n 1 "$nccl_tests" >"$logs/mpi-nccl.log" 2>&1 || rc=1

@@ -150,27 +150,34 @@ std::size_t rank_layer_bytes(st::grid<T> const& g, int dims, int fields, int ran
   return (values + values_per_chunk<T> - 1) / values_per_chunk<T> * values_per_chunk<T> * sizeof(T);
 }
 
-/// Every policy and the given segment lengths on this run's ranks, bit for bit against one
-/// process over the whole grid: the reference, where it and the kernels are compiled alike (the CPU
-/// backend, the emulated device); on a GPU, whose compiler may contract the kernels' arithmetic
-/// into FMAs unlike the host's, one rank's slab of the whole grid on that GPU (and that within
-/// rounding of the reference).
+/// One process's u_T and dL/du_0 over the whole grid, the bits every rank's part must have: the
+/// reference, where it and the kernels are compiled alike (the CPU backend, the emulated device); on
+/// a GPU, whose compiler may contract the kernels' arithmetic into FMAs unlike the host's, one rank's
+/// slab of the whole grid on that GPU (checked against the reference within rounding).
+template <class S, class T = typename S::value_type>
+gradient_of<T> one_process(S const& s, st::grid<T> const& g, std::size_t steps, std::vector<T> const& u0)
+{
+  gradient_of<T> const reference = reference_gradient(s, g, steps, u0);
+  if (reference_bits_hold) { return reference; }
+  gradient_of<T> const one = slab_gradient(s, g, steps, run_settings{}, u0, std::make_shared<dist::single_rank>());
+  std::size_t const values = g.cells() * S::fields;
+  gradient_of<T> whole;
+  whole.final_state.assign(one.final_state.begin(), one.final_state.begin() + std::ptrdiff_t(values));
+  whole.gradient.assign(one.gradient.begin(), one.gradient.begin() + std::ptrdiff_t(values));
+  double const rounding = sizeof(T) == 4 ? 1e-5 : 1e-12;
+  EXPECT_LT(relative_difference(whole.final_state, reference.final_state), rounding) << "one GPU process's u_T";
+  EXPECT_LT(relative_difference(whole.gradient, reference.gradient), rounding) << "one GPU process's gradient";
+  return whole;
+}
+
+/// Every policy and the given segment lengths on this run's ranks, bit for bit against one process
+/// over the whole grid.
 template <class S, class T = typename S::value_type>
 void check_slabs(S const& s, st::grid<T> const& g, std::size_t steps, std::vector<int> const& lengths, double lo,
                  double hi, std::shared_ptr<dist::communicator> comm = world(), st::ranks_grid ranks = {})
 {
   std::vector<T> const u0 = random_state<T>(g.cells() * S::fields, 20261124u + unsigned(g.cells()), lo, hi);
-  gradient_of<T> const reference = reference_gradient(s, g, steps, u0);
-  gradient_of<T> whole = reference;
-  if (!reference_bits_hold) {
-    gradient_of<T> const one = slab_gradient(s, g, steps, run_settings{}, u0, std::make_shared<dist::single_rank>());
-    std::size_t const values = g.cells() * S::fields;
-    whole.final_state.assign(one.final_state.begin(), one.final_state.begin() + std::ptrdiff_t(values));
-    whole.gradient.assign(one.gradient.begin(), one.gradient.begin() + std::ptrdiff_t(values));
-    double const rounding = sizeof(T) == 4 ? 1e-5 : 1e-12;
-    EXPECT_LT(relative_difference(whole.final_state, reference.final_state), rounding) << "one GPU process's u_T";
-    EXPECT_LT(relative_difference(whole.gradient, reference.gradient), rounding) << "one GPU process's gradient";
-  }
+  gradient_of<T> const whole = one_process(s, g, steps, u0);
   st::block const mine = rank_block(g, S::dims, *comm, ranks);
   for (int k : lengths) {
     for (tape_policy policy : {tape_policy::store, tape_policy::recompute, tape_policy::offload, tape_policy::automatic}) {
@@ -450,7 +457,7 @@ TEST(OneSchedule, RanksWithDifferentBudgetsPlanWithTheLeast)
     EXPECT_EQ(other.recomputed, got.stats.recompute_steps) << "steps recomputed";
     EXPECT_EQ(other.prefetched, got.stats.prefetches) << "layers prefetched";
   }
-  gradient_of<float> const whole = reference_gradient(s, g, 12, u0);
+  gradient_of<float> const whole = one_process(s, g, 12, u0);
   st::block const mine = rank_block(g, 2, *comm);
   EXPECT_TRUE(same_bits(got.gradient, part_values(whole.gradient, g, 2, 1, mine, got.gradient.size())));
 }

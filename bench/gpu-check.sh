@@ -280,10 +280,12 @@ stage_profile() {
   # workload, warp stall reasons. Allen–Cahn at the brief's grid for two steps (primal, augmented
   # forward and reverse, cp.async then register double-buffering); RK4's arena and global-stack
   # reverses; LBM's three kernels for two steps; GMM's kernels at ADBench's largest size; the
-  # LSTM's cell kernels and cuBLAS GEMMs over five steps. PROFILE (default: all five) picks some.
-  local ncu_args=(--clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis
-                  --section WarpStateStats --section Occupancy --section LaunchStats --section SourceCounters)
-  local rc=0 which=" ${PROFILE:-allen-cahn rk4 lbm gmm lstm} "
+  # LSTM's cell kernels and cuBLAS GEMMs over five steps; the stencil library's segment and one-step
+  # kernels (Allen–Cahn at 8 steps, Burgers at 4). PROFILE (default: all six) picks some.
+  local ncu_args=(--clock-control none --kernel-name-base demangled --section SpeedOfLight
+                  --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats
+                  --section InstructionStats --section SourceCounters)
+  local rc=0 which=" ${PROFILE:-allen-cahn rk4 lbm gmm lstm segments} "
   [[ $which == *" allen-cahn "* ]] && { profile_one allen-cahn 150 'primal_kernel|augmented_forward_kernel|reverse_kernel' 10 \
     --suite allen_cahn --set allen-cahn.steps=2 || rc=1; }
   [[ $which == *" rk4 "* ]] && { profile_one rk4 100 'chunk_reverse_kernel|stack_reverse_kernel' 3 --suite rk4 || rc=1; }
@@ -293,6 +295,12 @@ stage_profile() {
     --suite gmm --set gmm.d=128 --set gmm.k=200 --set gmm.n=10000 || rc=1; }
   [[ $which == *" lstm "* ]] && { profile_one lstm 120 'cells_kernel|gemm|xmma' 24 \
     --suite lstm --set lstm.T=5 || rc=1; }
+  # The stencil library's tile program (issue 24): Allen–Cahn's segment kernels at 8192², 8 steps
+  # (the suite's one-step rows run first, unprofiled), and Burgers' one-step library kernels.
+  [[ $which == *" segments "* ]] && { profile_one segments 200 'stencil::detail::(advance|reverse)_kernel' 6 \
+    --suite allen_cahn --set allen-cahn.steps=8 || rc=1; }
+  [[ $which == *" segments "* ]] && { profile_one segments-burgers 120 'stencil::detail::advance_kernel' 2 \
+    --suite burgers --set burgers.steps=4 || rc=1; }
   grep -E '^  [a-z_:<>]+.*\(|Duration|DRAM Throughput|Memory Throughput' "$logs"/profile-*.log | head -120 >>"$summary"
   return $rc
 }

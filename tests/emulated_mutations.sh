@@ -24,13 +24,13 @@ trap 'cp "$backups/pipeline" "$pipeline"; cp "$backups/program" "$program"; rm -
 # file | name | exact text to find | replacement (one occurrence each)
 mutations=(
   "pipeline|register: no barrier before the store|      __syncthreads();  // every thread is done with the previous tile in shared memory|"
-  "pipeline|register: no barrier after the store|      store(tile);
-      __syncthreads();|      store(tile);"
+  "pipeline|register: no barrier after the store|      window_span const span = store();
+      __syncthreads();|      window_span const span = store();"
   "pipeline|cp.async: no consumer wait|      cuda::pipeline_consumer_wait_prior<Stages - 1>(pipe);  // this thread's chunks of tile k|"
   "pipeline|cp.async: wait for one group too few|      cuda::pipeline_consumer_wait_prior<Stages - 1>(pipe);|      cuda::pipeline_consumer_wait_prior<Stages>(pipe);"
   "pipeline|cp.async: no barrier before the consumer|      __syncthreads();                                         // everyone's chunks of tile k|"
   "pipeline|cp.async: no barrier before the refill|      __syncthreads();  // every thread is done with the slot before tile k + Stages refills it|"
-  "pipeline|cp.async: staged into the wrong slot|slots + (fetched % Stages) * tile_records|slots + ((fetched + 1) % Stages) * tile_records"
+  "pipeline|cp.async: staged into the wrong slot|slots + (fetched % Stages) * slot_records|slots + ((fetched + 1) % Stages) * slot_records"
   "pipeline|bulk: no wait on the barrier|      full[k % Stages].wait_parity(((k / Stages) & 1) != 0);|"
   "pipeline|bulk: waits on the wrong parity|      full[k % Stages].wait_parity(((k / Stages) & 1) != 0);|      full[k % Stages].wait_parity(((k / Stages) & 1) == 0);"
   "pipeline|bulk: no barrier before the refill|      __syncthreads();  // every thread is done with the slot before the engine refills it|"
@@ -41,7 +41,7 @@ mutations=(
   "program|stencil: no barrier between adjoint levels|      team.sync();
       lb = b;|      lb = b;"
   "program|stencil: the checkpoint's halo one cell short|    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i)); };|    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i) - (i == 0 ? 1 : 0)); };"
-  "program|stencil: a forward step's index one off|first + static_cast<std::size_t>(i - 1), observed);|first + static_cast<std::size_t>(i), observed);"
+  "program|stencil: a forward step's index one off|first + static_cast<std::size_t>(i - 1), &t);|first + static_cast<std::size_t>(i), &t);"
   "program|stencil: scatter reads the tap's cell's coefficients|          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c);|          own_coefficients(b.x0 + x, b.y0 + y, b.z0 + z, c);"
   "program|stencil: a segment's first dL/dc dropped|      if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }|"
   "program|stencil: a segment's first state not observed|        observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);|        static_cast<void>(u);"

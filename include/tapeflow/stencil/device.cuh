@@ -33,15 +33,39 @@ namespace tapeflow::stencil {
 /// sync(). (Host+device only so that the tile program, written once for both, compiles on either
 /// side; it runs in kernels.)
 struct block_team {
+  /// f(x, y, z) for each cell of `b`, cell i = x + ex (y + ey z) by thread i mod blockDim. A thread
+  /// divides once, for its first cell and for the stride; from there it steps its coordinates with
+  /// at most one carry an axis (the stride's part along an axis is less than that axis), not two
+  /// divisions a cell.
   template <class F>
   TAPEFLOW_HOST_DEVICE void for_each(box const& b, F&& f) const
   {
 #if defined(TAPEFLOW_STENCIL_DEVICE_PASS)
     int const cells = static_cast<int>(b.cells());
-    for (int i = static_cast<int>(threadIdx.x); i < cells; i += static_cast<int>(blockDim.x)) {
-      int const x = i % b.ex;
-      int const rest = i / b.ex;
-      f(x, rest % b.ey, rest / b.ey);
+    int i = static_cast<int>(threadIdx.x);
+    if (i >= cells) { return; }
+    int const ex = b.ex;
+    int const ey = b.ey;
+    int const stride = static_cast<int>(blockDim.x);
+    int x = i % ex;
+    int y = (i / ex) % ey;
+    int z = i / (ex * ey);
+    int const sx = stride % ex;
+    int const sy = (stride / ex) % ey;
+    int const sz = stride / (ex * ey);
+    for (; i < cells; i += stride) {
+      f(x, y, z);
+      x += sx;
+      y += sy;
+      z += sz;
+      if (x >= ex) {
+        x -= ex;
+        ++y;
+      }
+      if (y >= ey) {
+        y -= ey;
+        ++z;
+      }
     }
 #else
     static_cast<void>(b);

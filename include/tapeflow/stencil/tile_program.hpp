@@ -491,8 +491,11 @@ struct tile_program {
   {
     segment_shape const s{k, r};
     box b = grown(t, dims, s.forward_halo(0));
-    T* level[2] = {scratch, scratch + b.cells() * fields};
-    load(team, in, b, level[0], false);
+    // The two levels, swapped after each step (named, not an array indexed at run time, which a GPU
+    // compiler keeps in local memory).
+    T* prev = scratch;
+    T* next = scratch + b.cells() * fields;
+    load(team, in, b, prev, false);
     team.sync();
     if constexpr (observes_v<S>) {
       std::size_t const plane = b.cells();
@@ -500,20 +503,22 @@ struct tile_program {
       team.for_each(t, [&](int x, int y, int z) {
         if (!inside(t.x0 + x, t.y0 + y, t.z0 + z)) { return; }
         T u[fields];
-        for (int f = 0; f < fields; ++f) { u[f] = level[0][f * plane + b.at(x + sh.x, y + sh.y, z + sh.z)]; }
+        for (int f = 0; f < fields; ++f) { u[f] = prev[f * plane + b.at(x + sh.x, y + sh.y, z + sh.z)]; }
         observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);
       });
     }
     for (int i = 1; i < k; ++i) {
       box const nb = grown(t, dims, s.forward_halo(i));
-      step_level(team, level[(i - 1) % 2], b, level[i % 2], nb, first + static_cast<std::size_t>(i - 1), &t);
+      step_level(team, prev, b, next, nb, first + static_cast<std::size_t>(i - 1), &t);
       team.sync();
       b = nb;
+      T* const done = prev;
+      prev = next;
+      next = done;
     }
     // The last step straight to the state, for the tile's cells inside the grid.
     shift const sh = by(r.forward);
     std::size_t const cells = g.cells();
-    T const* const prev = level[(k - 1) % 2];
     team.for_each(t, [&](int x, int y, int z) {
       std::int64_t const gx = t.x0 + x;
       std::int64_t const gy = t.y0 + y;
@@ -644,11 +649,15 @@ struct tile_program {
       for (int j = 0; j < i; ++j) { at += u_box(j).cells() * fields; }
       return at;
     };
-    T* const lambda_level[2] = {u_level(k), u_level(k) + box_cells(tile, dims, s.lambda_halo(k)) * fields};
+    // The two λ levels: λ_i in level i mod 2 (chosen by a select, not an array indexed at run
+    // time, which a GPU compiler keeps in local memory).
+    T* const lambda_even = u_level(k);
+    T* const lambda_odd = lambda_even + box_cells(tile, dims, s.lambda_halo(k)) * fields;
+    auto lambda_level = [&](int i) { return i % 2 == 0 ? lambda_even : lambda_odd; };
 
     box lb = grown(t, dims, s.lambda_halo(k));
     load(team, checkpoint, u_box(0), u_level(0), false);
-    load(team, lambda_out, lb, lambda_level[k % 2], true);
+    load(team, lambda_out, lb, lambda_level(k), true);
     team.sync();
     for (int i = 1; i < k; ++i) {
       step_level(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i), first + static_cast<std::size_t>(i - 1));
@@ -658,8 +667,8 @@ struct tile_program {
       box const b = grown(t, dims, s.lambda_halo(i));
       box const ub = u_box(i);
       T const* const u = u_level(i);
-      T* const out = lambda_level[i % 2];
-      T const* const next = lambda_level[(i + 1) % 2];
+      T* const out = lambda_level(i);
+      T const* const next = lambda_level(i + 1);
       std::size_t const plane = b.cells();
       std::size_t const step = first + static_cast<std::size_t>(i);
       team.for_each(b, [&](int x, int y, int z) {
@@ -680,7 +689,7 @@ struct tile_program {
     std::size_t const cells = g.cells();
     box const ub = u_box(0);
     T const* const u = u_level(0);
-    T const* const next = lambda_level[1];
+    T const* const next = lambda_odd;
     team.for_each(t, [&](int x, int y, int z) {
       std::int64_t const gx = t.x0 + x;
       std::int64_t const gy = t.y0 + y;

@@ -80,7 +80,9 @@
 #define cudaStreamCreateWithFlags hipStreamCreateWithFlags
 #define cudaStreamDestroy hipStreamDestroy
 #define cudaStreamEndCapture hipStreamEndCapture
+#if !defined(cudaStreamNonBlocking)  // a macro of CUDA's: HIP on NVIDIA defines hipStreamNonBlocking as it
 #define cudaStreamNonBlocking hipStreamNonBlocking
+#endif
 #define cudaStreamSynchronize hipStreamSynchronize
 #define cudaStreamWaitEvent hipStreamWaitEvent
 #define cudaStream_t hipStream_t

@@ -14,7 +14,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,12 +22,6 @@ namespace tapeflow::bench {
 namespace {
 
 namespace ex = workloads::enzyme_example;
-
-std::string cubin_dir()
-{
-  char const* const dir = std::getenv("TAPEFLOW_ENZYME_CUBIN_DIR");
-  return dir != nullptr && *dir != '\0' ? dir : TAPEFLOW_ENZYME_CUBIN_DIR;
-}
 
 /// The untaped primal: T launches of the cubin's primal kernel, ping-ponging two buffers.
 double primal_ms(context& ctx, ex::enzyme_module const& m, ex::problem const& p, std::vector<double> const& x0)
@@ -81,8 +74,8 @@ void run(context& ctx)
   o.kind = backend::cuda;
   o.policy = tape_policy::store;
 
-  ex::enzyme_module const pooled(cubin_dir(), ex::enzyme_caches::pool);
-  ex::enzyme_module const heap(cubin_dir(), ex::enzyme_caches::heap);
+  ex::enzyme_module const pooled(ex::enzyme_cubin_dir(), ex::enzyme_caches::pool);
+  ex::enzyme_module const heap(ex::enzyme_cubin_dir(), ex::enzyme_caches::heap);
   double const primal = primal_ms(ctx, pooled, p, x0);
 
   time_sweeps(ctx, *ex::open(p, x0, o), {"enzyme-example", "hand-written-store", size}, primal);

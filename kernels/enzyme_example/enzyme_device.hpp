@@ -37,6 +37,10 @@ inline constexpr std::size_t enzyme_slot_bytes = 48;
 /// two arrays of `inner` doubles, each a 16-byte header plus its data rounded up to 16 bytes.
 [[nodiscard]] std::size_t enzyme_region_bytes(std::size_t inner) noexcept;
 
+/// Where the build put the example's cubins, unless $TAPEFLOW_ENZYME_CUBIN_DIR names another folder
+/// (a build carried to another machine).
+[[nodiscard]] std::string enzyme_cubin_dir();
+
 /// The cubin of the Enzyme example's kernels for the current CUDA device, loaded. Not copyable.
 class enzyme_module {
  public:

@@ -16,7 +16,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -27,12 +26,6 @@ namespace {
 
 namespace ex = workloads::enzyme_example;
 using testing::real;
-
-std::string cubin_dir()
-{
-  char const* const dir = std::getenv("TAPEFLOW_ENZYME_CUBIN_DIR");
-  return dir != nullptr && *dir != '\0' ? dir : TAPEFLOW_ENZYME_CUBIN_DIR;
-}
 
 class EnzymeGpu : public ::testing::Test {
  protected:
@@ -73,6 +66,16 @@ ex::result enzyme_gradient(ex::enzyme_module const& m, std::shared_ptr<enzyme::c
   return ex::gradient(*ex::open_enzyme(m, std::move(pool), p, x0, o));
 }
 
+/// Store on the CUDA backend, the policy the other policies are checked against.
+ex::options store_on_cuda(bool poison)
+{
+  ex::options o;
+  o.kind = backend::cuda;
+  o.policy = tape_policy::store;
+  o.poison = poison;
+  return o;
+}
+
 bool same_bits(std::vector<double> const& a, std::vector<double> const& b)
 {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
@@ -80,7 +83,7 @@ bool same_bits(std::vector<double> const& a, std::vector<double> const& b)
 
 TEST_F(EnzymeGpu, ExampleChainEveryPolicyAgainstHandWrittenExactAndFiniteDifferences)
 {
-  ex::enzyme_module const m(cubin_dir(), ex::enzyme_caches::pool);
+  ex::enzyme_module const m(ex::enzyme_cubin_dir(), ex::enzyme_caches::pool);
   std::uint64_t const seed = testing::fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed) + ", " + m.path());
   for (std::size_t inner : {3u, 20u}) {  // run-time trip counts: Enzyme caches in the pool
@@ -88,10 +91,7 @@ TEST_F(EnzymeGpu, ExampleChainEveryPolicyAgainstHandWrittenExactAndFiniteDiffere
     ex::problem const p{4099, 4, inner, 0.5};  // n: not a whole number of blocks
     std::vector<double> const x0 = testing::random_state<double>(p.n, seed + inner);
     auto pool = std::make_shared<enzyme::cache_pool>(backend::cuda, p.steps, p.n, ex::enzyme_region_bytes(inner));
-    ex::options o;
-    o.kind = backend::cuda;
-    o.policy = tape_policy::store;
-    o.poison = true;  // every slot byte Enzyme's reverse reads, its augmented forward wrote
+    ex::options o = store_on_cuda(true);  // poisoned: every slot byte Enzyme's reverse reads, its forward wrote
     ex::result const store = enzyme_gradient(m, pool, p, x0, o);
 
     references const ref = references_of(x0, p);
@@ -126,14 +126,11 @@ TEST_F(EnzymeGpu, EnzymesOwnHeapCachesGiveTheSameGradient)
 {
   // The control: the same kernels without tapeflow's cache pass malloc their caches on the device
   // heap and free them in the reverse (8 MiB by default: enough for these 4 x 4099 threads).
-  ex::enzyme_module const pooled(cubin_dir(), ex::enzyme_caches::pool);
-  ex::enzyme_module const heap(cubin_dir(), ex::enzyme_caches::heap);
+  ex::enzyme_module const pooled(ex::enzyme_cubin_dir(), ex::enzyme_caches::pool);
+  ex::enzyme_module const heap(ex::enzyme_cubin_dir(), ex::enzyme_caches::heap);
   ex::problem const p{4099, 4, 20, 0.5};
   std::vector<double> const x0 = testing::random_state<double>(p.n, testing::fresh_seed());
-  ex::options o;
-  o.kind = backend::cuda;
-  o.policy = tape_policy::store;
-  o.poison = true;
+  ex::options const o = store_on_cuda(true);
   auto pool = std::make_shared<enzyme::cache_pool>(backend::cuda, p.steps, p.n, ex::enzyme_region_bytes(p.inner));
   ex::result const a = enzyme_gradient(pooled, pool, p, x0, o);
   ex::result const b = enzyme_gradient(heap, nullptr, p, x0, o);
@@ -144,12 +141,10 @@ TEST_F(EnzymeGpu, EnzymesOwnHeapCachesGiveTheSameGradient)
 
 TEST_F(EnzymeGpu, CachePoolOverflowIsABudgetErrorNamingTheBytesARegionNeeds)
 {
-  ex::enzyme_module const m(cubin_dir(), ex::enzyme_caches::pool);
+  ex::enzyme_module const m(ex::enzyme_cubin_dir(), ex::enzyme_caches::pool);
   ex::problem const p{1000, 2, 20, 0.5};
   std::vector<double> const x0 = testing::random_state<double>(p.n, testing::fresh_seed());
-  ex::options o;
-  o.kind = backend::cuda;
-  o.policy = tape_policy::store;
+  ex::options const o = store_on_cuda(false);
   std::size_t need = 0;
   try {
     static_cast<void>(enzyme_gradient(m, std::make_shared<enzyme::cache_pool>(backend::cuda, p.steps, p.n, 16), p,

@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <utility>
 
@@ -93,6 +94,12 @@ std::string cubin_path(std::string const& dir, enzyme_caches caches, int major)
 }
 
 }  // namespace
+
+std::string enzyme_cubin_dir()
+{
+  char const* const dir = std::getenv("TAPEFLOW_ENZYME_CUBIN_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : TAPEFLOW_ENZYME_CUBIN_DIR;
+}
 
 std::size_t enzyme_region_bytes(std::size_t inner) noexcept
 {

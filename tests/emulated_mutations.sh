@@ -5,10 +5,13 @@
 # tile staged into the wrong slot, the last tile dropped — and to the stencil segments' tile program
 # (include/tapeflow/stencil/tile_program.hpp) — a barrier between levels removed, a halo one cell
 # short, a step index off by one, the wrong cell's coefficients, a dL/dc or an observation
-# dropped — rebuilds the emulated GPU tests and runs them, and prints which tests each mutation fails.
-# The sources are restored afterwards.
+# dropped — and to its GPU team (include/tapeflow/stencil/device.cuh) — an interior box's copy
+# storing a batch's cells in the wrong places, missing a row carry, or taken for a box that reaches
+# one row past the grid — rebuilds the emulated GPU tests and runs them, and prints which tests
+# each mutation fails. The sources are restored afterwards.
 #
 #   tests/emulated_mutations.sh [BUILD_DIR]      (a configured build with TAPEFLOW_EMULATED=ON)
+#   ONLY='copy' tests/emulated_mutations.sh ...  (only the mutations whose name matches the regex)
 #
 # Exit status 1 if some mutation fails no test.
 set -euo pipefail
@@ -16,10 +19,13 @@ cd "$(dirname "$0")/.."
 build=${1:-build/test}
 pipeline=include/tapeflow/device/tile_pipeline.cuh
 program=include/tapeflow/stencil/tile_program.hpp
+team=include/tapeflow/stencil/device.cuh
 backups=$(mktemp -d)
 cp "$pipeline" "$backups/pipeline"
 cp "$program" "$backups/program"
-trap 'cp "$backups/pipeline" "$pipeline"; cp "$backups/program" "$program"; rm -rf "$backups"' EXIT
+cp "$team" "$backups/team"
+restore() { cp "$backups/pipeline" "$pipeline"; cp "$backups/program" "$program"; cp "$backups/team" "$team"; }
+trap 'restore; rm -rf "$backups"' EXIT
 
 # file | name | exact text to find | replacement (one occurrence each)
 mutations=(
@@ -45,6 +51,9 @@ mutations=(
   "program|stencil: scatter reads the tap's cell's coefficients|          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c);|          own_coefficients(b.x0 + x, b.y0 + y, b.z0 + z, c);"
   "program|stencil: a segment's first dL/dc dropped|      if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }|"
   "program|stencil: a segment's first state not observed|        observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);|        static_cast<void>(u);"
+  "program|stencil: a box one row past the grid copied|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) &&|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) + 1 &&"
+  "team|stencil: a copied batch's cells stored side by side|        int const at = first + j * c.stride;|        int const at = first + j;"
+  "team|stencil: a copy's row carry dropped|        offset += row_carry;|"
 )
 
 status=0
@@ -52,11 +61,11 @@ for entry in "${mutations[@]}"; do
   target=${entry%%|*}
   entry=${entry#*|}
   name=${entry%%|*}
+  [[ -z "${ONLY:-}" || "$name" =~ $ONLY ]] || continue
   rest=${entry#*|}
   find=${rest%%|*}
   replace=${rest#*|}
-  cp "$backups/pipeline" "$pipeline"
-  cp "$backups/program" "$program"
+  restore
   file=${!target}
   python3 - "$file" "$find" "$replace" <<'PY'
 import sys
@@ -76,7 +85,6 @@ PY
   [ "$failed" -gt 0 ] || status=1
   rm -f "$log" "$log.names"
 done
-cp "$backups/pipeline" "$pipeline"
-cp "$backups/program" "$program"
+restore
 cmake --build "$build" --target tapeflow_emulated_gpu_tests >/dev/null
 exit $status

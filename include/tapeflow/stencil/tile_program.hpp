@@ -65,12 +65,30 @@ struct box {
 
 /// One CPU thread working a tile: cells in storage order, nothing to wait for.
 struct solo_team {
-  template <class F>
+  template <int Dims, class F>
   TAPEFLOW_HOST_DEVICE void for_each(box const& b, F&& f) const
   {
     for (int z = 0; z < b.ez; ++z) {
       for (int y = 0; y < b.ey; ++y) {
         for (int x = 0; x < b.ex; ++x) { f(x, y, z); }
+      }
+    }
+  }
+  /// dst[f * b.cells() + i] = src[f * field_stride + z * plane + y * row + x] for each cell
+  /// i = (x, y, z) of `b` and field f < Fields: a box lying inside the source array.
+  template <int Fields, class T>
+  TAPEFLOW_HOST_DEVICE void copy_box(box const& b, T const* src, std::size_t field_stride, std::size_t row,
+                                     std::size_t plane, T* dst) const
+  {
+    std::size_t const dst_field = b.cells();
+    for (int f = 0; f < Fields; ++f) {
+      T* to = dst + static_cast<std::size_t>(f) * dst_field;
+      for (int z = 0; z < b.ez; ++z) {
+        for (int y = 0; y < b.ey; ++y) {
+          T const* const from = src + static_cast<std::size_t>(f) * field_stride + static_cast<std::size_t>(z) * plane +
+                                static_cast<std::size_t>(y) * row;
+          for (int x = 0; x < b.ex; ++x) { *to++ = from[x]; }
+        }
       }
     }
   }
@@ -211,6 +229,18 @@ struct tile_program {
     }
     if (dims == 3) { ok = ok && x >= 0 && x < static_cast<std::int64_t>(g.nx); }
     return ok;
+  }
+  /// Whether box `b` lies inside this grid (this rank's part): each of its cells is the state's own,
+  /// at a fixed offset from its first, with nothing to wrap, no ghost and no fixed-edge value.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE bool within(box const& b) const noexcept
+  {
+    return inside(b.x0, b.y0, b.z0) && b.x0 + b.ex <= static_cast<std::int64_t>(g.nx) &&
+           b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) && b.z0 + b.ez <= static_cast<std::int64_t>(g.nz);
+  }
+  /// Index of the cell (x, y, z) of this grid in a state array: a cell inside() it.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t index_of(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
+  {
+    return (static_cast<std::size_t>(z) * g.ny + static_cast<std::size_t>(y)) * g.nx + static_cast<std::size_t>(x);
   }
   /// Index of (x, y, z) in a state array, wrapped onto the grid (periodic) or as it is (fixed,
   /// inside only). A rank's part wraps along every axis but the cut ones, where it reads ghosts.
@@ -431,7 +461,7 @@ struct tile_program {
   {
     shift const sh = by(r.forward);
     std::size_t const plane = nb.cells();
-    team.for_each(nb, [&](int x, int y, int z) {
+    team.template for_each<dims>(nb, [&](int x, int y, int z) {
       std::size_t const c = nb.at(x, y, z);
       if (g.edge == boundary::fixed && !in_domain(nb.x0 + x, nb.y0 + y, nb.z0 + z)) {
         for (int f = 0; f < fields; ++f) { next[f * plane + c] = g.ghost; }
@@ -456,7 +486,11 @@ struct tile_program {
   {
     std::size_t const plane = b.cells();
     std::size_t const cells = g.cells();
-    team.for_each(b, [&](int x, int y, int z) {
+    if (within(b)) {  // an interior tile's box: rows of the state, copied with loads in flight
+      team.template copy_box<fields>(b, state + index_of(b.x0, b.y0, b.z0), cells, g.nx, g.nx * g.ny, level);
+      return;
+    }
+    team.template for_each<dims>(b, [&](int x, int y, int z) {
       std::int64_t const gx = b.x0 + x;
       std::int64_t const gy = b.y0 + y;
       std::int64_t const gz = b.z0 + z;
@@ -500,7 +534,7 @@ struct tile_program {
     if constexpr (observes_v<S>) {
       std::size_t const plane = b.cells();
       shift const sh = by(s.forward_halo(0));
-      team.for_each(t, [&](int x, int y, int z) {
+      team.template for_each<dims>(t, [&](int x, int y, int z) {
         if (!inside(t.x0 + x, t.y0 + y, t.z0 + z)) { return; }
         T u[fields];
         for (int f = 0; f < fields; ++f) { u[f] = prev[f * plane + b.at(x + sh.x, y + sh.y, z + sh.z)]; }
@@ -519,7 +553,7 @@ struct tile_program {
     // The last step straight to the state, for the tile's cells inside the grid.
     shift const sh = by(r.forward);
     std::size_t const cells = g.cells();
-    team.for_each(t, [&](int x, int y, int z) {
+    team.template for_each<dims>(t, [&](int x, int y, int z) {
       std::int64_t const gx = t.x0 + x;
       std::int64_t const gy = t.y0 + y;
       std::int64_t const gz = t.z0 + z;
@@ -528,7 +562,7 @@ struct tile_program {
       T o[fields];
       gather_taps(prev, b, x, y, z, sh, u);
       forward_cell(u, o, first + static_cast<std::size_t>(k - 1), gx, gy, gz);
-      std::size_t const at = cell_of(gx, gy, gz);
+      std::size_t const at = index_of(gx, gy, gz);
       for (int f = 0; f < fields; ++f) { out[f * cells + at] = o[f]; }
     });
   }
@@ -617,7 +651,7 @@ struct tile_program {
       for (int f = 0; f < fields; ++f) { gv[f] = next[f * plane + lb.at(x + sl.x, y + sl.y, z + sl.z)]; }
       own_coefficients(gx, gy, gz, c);
       stencil.parameter_adjoint(u, gv, d, site_of(step, gx, gy, gz, c));
-      std::size_t const at = cell_of(gx, gy, gz);
+      std::size_t const at = index_of(gx, gy, gz);  // an owned cell: inside the grid
       for (int f = 0; f < coefficient_count; ++f) { dc[static_cast<std::size_t>(f) * g.cells() + at] += d[f]; }
     } else {
       static_cast<void>(u_level);
@@ -671,7 +705,7 @@ struct tile_program {
       T const* const next = lambda_level(i + 1);
       std::size_t const plane = b.cells();
       std::size_t const step = first + static_cast<std::size_t>(i);
-      team.for_each(b, [&](int x, int y, int z) {
+      team.template for_each<dims>(b, [&](int x, int y, int z) {
         std::size_t const c = b.at(x, y, z);
         T lambda[fields];
         if (g.edge == boundary::fixed && !in_domain(b.x0 + x, b.y0 + y, b.z0 + z)) {
@@ -690,14 +724,14 @@ struct tile_program {
     box const ub = u_box(0);
     T const* const u = u_level(0);
     T const* const next = lambda_odd;
-    team.for_each(t, [&](int x, int y, int z) {
+    team.template for_each<dims>(t, [&](int x, int y, int z) {
       std::int64_t const gx = t.x0 + x;
       std::int64_t const gy = t.y0 + y;
       std::int64_t const gz = t.z0 + z;
       if (!inside(gx, gy, gz)) { return; }
       T lambda[fields];
       adjoint_cell(u, ub, next, lb, t, x, y, z, first, lambda);
-      std::size_t const c = cell_of(gx, gy, gz);
+      std::size_t const c = index_of(gx, gy, gz);
       for (int f = 0; f < fields; ++f) { lambda_in[f * cells + c] = lambda[f]; }
       if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }
     });

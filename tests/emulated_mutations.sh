@@ -5,10 +5,10 @@
 # tile staged into the wrong slot, the last tile dropped — and to the stencil segments' tile program
 # (include/tapeflow/stencil/tile_program.hpp) — a barrier between levels removed, a halo one cell
 # short, a step index off by one, the wrong cell's coefficients, a dL/dc or an observation
-# dropped — and to its GPU team (include/tapeflow/stencil/device.cuh) — an interior box's copy
-# storing a batch's cells in the wrong places, missing a row carry, or taken for a box that reaches
-# one row past the grid — rebuilds the emulated GPU tests and runs them, and prints which tests
-# each mutation fails. The sources are restored afterwards.
+# dropped — and to its GPU team (include/tapeflow/stencil/device.cuh) — an interior box's copies
+# not waited for, missing a row carry, or taken for a box that reaches one row past the grid —
+# rebuilds the emulated GPU tests and runs them, and prints which tests each mutation fails. The
+# sources are restored afterwards.
 #
 #   tests/emulated_mutations.sh [BUILD_DIR]      (a configured build with TAPEFLOW_EMULATED=ON)
 #   ONLY='copy' tests/emulated_mutations.sh ...  (only the mutations whose name matches the regex)
@@ -52,7 +52,7 @@ mutations=(
   "program|stencil: a segment's first dL/dc dropped|      if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }|"
   "program|stencil: a segment's first state not observed|        observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);|        static_cast<void>(u);"
   "program|stencil: a box one row past the grid copied|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) &&|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) + 1 &&"
-  "team|stencil: a copied batch's cells stored side by side|        int const at = first + j * c.stride;|        int const at = first + j;"
+  "team|stencil: a box's copies not waited for|    cuda::pipeline_consumer_wait_prior<0>(pipe);|"
   "team|stencil: a copy's row carry dropped|        offset += row_carry;|"
 )
 

@@ -251,6 +251,33 @@ TEST(Emulator, AnAsyncCopyLandsOnlyAtItsWait)
   }
 }
 
+// Thread 3's copy is committed but never waited for: nothing would tell a GPU's thread when it
+// lands.
+__global__ void unwaited_copy_kernel(unsigned const* in)
+{
+  unsigned* const slot = device::dynamic_shared<unsigned>();
+  cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
+  pipe.producer_acquire();
+  cuda::memcpy_async(slot + 4 * threadIdx.x, in + 4 * threadIdx.x, cuda::aligned_size_t<16>(16), pipe);
+  pipe.producer_commit();
+  if (threadIdx.x != 3) { cuda::pipeline_consumer_wait_prior<0>(pipe); }
+}
+
+TEST(Emulator, APipelineThatGoesAwayWithCopiesInFlightTraps)
+{
+  device_array<unsigned> in(4 * 32);
+  TAPEFLOW_CUDA_TRY(cudaMemset(in.data, 0, 4 * 32 * sizeof(unsigned)));
+  device::launch(unwaited_copy_kernel, 1, 32, 4 * 32 * sizeof(unsigned), {}, in.data);
+  try {
+    TAPEFLOW_CUDA_TRY(cudaDeviceSynchronize());
+    ADD_FAILURE() << "copies never waited for must fail the launch";
+  } catch (platform_error const& e) {
+    EXPECT_EQ(e.name(), "cudaErrorLaunchFailure");
+    EXPECT_NE(std::string{e.what()}.find("thread (3,0,0)"), std::string::npos) << e.what();
+  }
+  emu::clear_error();
+}
+
 // The bulk-copy engine: thread 0 copies, everyone waits on the barrier's phase.
 __global__ void bulk_copy_kernel(unsigned const* in, unsigned* out, unsigned count)
 {

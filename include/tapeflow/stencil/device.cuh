@@ -10,6 +10,7 @@
 
 #include <tapeflow/device/launch.cuh>
 #include <tapeflow/device/platform.hpp>
+#include <tapeflow/device/tile_pipeline.cuh>  // TAPEFLOW_HAS_ASYNC_PIPELINE, <cuda/pipeline>
 #include <tapeflow/distributed/communicator.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/stencil/segment.hpp>
@@ -33,9 +34,6 @@ namespace tapeflow::stencil {
 /// sync(). (Host+device only so that the tile program, written once for both, compiles on either
 /// side; it runs in kernels.)
 struct block_team {
-  /// Values a thread of copy_box() loads before it stores them: the loads it has in flight.
-  static constexpr int copy_loads = 4;
-
   /// f(x, y, z) for each cell of `b`, cell i = x + ex (y + ey z) by thread i mod blockDim; `b`
   /// extends along its first Dims axes only.
   template <int Dims, class F>
@@ -50,37 +48,39 @@ struct block_team {
   }
 
   /// dst[f * b.cells() + i] = src[f * field_stride + z * plane + y * row + x] for each cell
-  /// i = (x, y, z) of `b` and field f < Fields: a box lying inside the source array. Each thread
-  /// issues the loads of a batch of cells, copy_loads values or one cell's fields, before it stores
-  /// them, so that as many loads are in flight (one at a time, each store would wait for its load's
-  /// whole latency). (Its walk steps all
-  /// three axes: specialised to the box's axes, as for_each is, nvcc gave Allen–Cahn's advance
-  /// kernel 53 registers instead of 48, one block an SM fewer.)
+  /// i = (x, y, z) of `b` and field f < Fields: a box lying inside the source array, `dst` in
+  /// shared memory. The copies land before it returns, each thread's own; the caller's sync() then
+  /// shows them to the block. Every load of a thread is in flight at once where the platform copies
+  /// asynchronously (CUDA sm_80+ and the emulated device: cp.async through a per-thread pipeline,
+  /// as the tile pipelines stage tapes); elsewhere (HIP) cell by cell.
   template <int Fields, class T>
   TAPEFLOW_HOST_DEVICE void copy_box(box const& b, T const* src, std::size_t field_stride, std::size_t row,
                                      std::size_t plane, T* dst) const
   {
-#if defined(TAPEFLOW_STENCIL_DEVICE_PASS)
-    constexpr int batch = Fields >= copy_loads ? 1 : copy_loads / Fields;  // cells
+    // (The walk steps all three axes: specialised to the box's axes, as for_each is, nvcc gave
+    // Allen–Cahn's advance kernel 53 registers instead of 48, one block an SM fewer.)
+#if defined(TAPEFLOW_STENCIL_DEVICE_PASS) && defined(TAPEFLOW_HAS_ASYNC_PIPELINE)
     auto const dst_field = static_cast<std::size_t>(b.cells());
-    for (cursor<3> c(b, row, plane); c.i < c.cells;) {
-      T v[batch][Fields]{};  // (initialised: a host compiler cannot see that only loaded ones are stored)
-      int const first = c.i;  // the batch's cells: first + j * stride
+    cuda::pipeline<cuda::thread_scope_thread> pipe = cuda::make_pipeline();
+    pipe.producer_acquire();
+    for (cursor<3> c(b, row, plane); c.i < c.cells; c.next()) {
       TAPEFLOW_UNROLL
-      for (int j = 0; j < batch; ++j) {
-        if (c.i < c.cells) {
-          TAPEFLOW_UNROLL
-          for (int f = 0; f < Fields; ++f) { v[j][f] = src[static_cast<std::size_t>(f) * field_stride + c.offset]; }
-          c.next();
-        }
+      for (int f = 0; f < Fields; ++f) {
+        cuda::memcpy_async(dst + static_cast<std::size_t>(f) * dst_field + static_cast<std::size_t>(c.i),
+                           src + static_cast<std::size_t>(f) * field_stride + c.offset,
+                           cuda::aligned_size_t<sizeof(T)>(sizeof(T)), pipe);
       }
+    }
+    pipe.producer_commit();
+    cuda::pipeline_consumer_wait_prior<0>(pipe);
+    pipe.consumer_release();
+#elif defined(TAPEFLOW_STENCIL_DEVICE_PASS)
+    auto const dst_field = static_cast<std::size_t>(b.cells());
+    for (cursor<3> c(b, row, plane); c.i < c.cells; c.next()) {
       TAPEFLOW_UNROLL
-      for (int j = 0; j < batch; ++j) {
-        int const at = first + j * c.stride;
-        if (at < c.cells) {
-          TAPEFLOW_UNROLL
-          for (int f = 0; f < Fields; ++f) { dst[static_cast<std::size_t>(f) * dst_field + at] = v[j][f]; }
-        }
+      for (int f = 0; f < Fields; ++f) {
+        dst[static_cast<std::size_t>(f) * dst_field + static_cast<std::size_t>(c.i)] =
+          src[static_cast<std::size_t>(f) * field_stride + c.offset];
       }
     }
 #else

@@ -5,7 +5,8 @@
 //   cuda::pipeline<thread_scope_thread>   per-thread groups of asynchronous copies (cp.async):
 //     memcpy_async fills its destination with 0xFF bytes when issued and copies the source only
 //     when a consumer wait lands its group, so reading a slot before its wait, or refilling a slot
-//     another thread still reads, gives wrong values in a test, not right ones by luck.
+//     another thread still reads, gives wrong values in a test, not right ones by luck; a
+//     pipeline that goes away with copies not waited for traps.
 //   cuda::barrier<thread_scope_block>      arrival counts, phases and parity waits, and the sm_90
 //     transaction count: cuda::device::memcpy_async_tx (the bulk-copy engine) likewise poisons its
 //     destination and lands when a thread waits for the phase its bytes complete.
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <exception>
 #include <vector>
 
 namespace cuda {
@@ -71,8 +73,15 @@ class pipeline<thread_scope_thread> {
   pipeline(pipeline const&) = delete;
   pipeline& operator=(pipeline const&) = delete;
   pipeline& operator=(pipeline&&) = delete;
-  /// Copies still in flight when the pipeline goes away land, as the hardware's would.
-  ~pipeline() { land_all_but(0); }
+  /// Copies still in flight when the pipeline goes away are a kernel's bug: on the GPU nothing
+  /// tells the thread, or a barrier after it, when they land (libcu++'s thread-scope pipeline
+  /// forgets its groups). The emulator traps, naming the thread — unless a trap already unwinds.
+  ~pipeline() noexcept(false)
+  {
+    bool pending = !open_.empty();
+    for (auto const& group : groups_) { pending = pending || !group.empty(); }
+    if (pending && std::uncaught_exceptions() == 0) { ::tapeflow::emu::trap(); }
+  }
 
   void producer_acquire() { ::tapeflow::emu::yield_point(); }
   void producer_commit()

@@ -68,7 +68,7 @@ endfunction()
 
 function(tapeflow_workload_common)
   tapeflow_forward_folder(common)
-  foreach(header IN ITEMS run_options.hpp session.hpp state_gradient.hpp value_cells.hpp)
+  foreach(header IN ITEMS run_options.hpp session.hpp staged_cells.cuh staged_cells.hpp state_gradient.hpp value_cells.hpp)
     set_property(GLOBAL APPEND PROPERTY TAPEFLOW_WORKLOAD_INSTALL "${CMAKE_CURRENT_SOURCE_DIR}/common/${header}|common")
   endforeach()
 endfunction()

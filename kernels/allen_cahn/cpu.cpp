@@ -7,6 +7,7 @@
 #include "backends.hpp"
 #include "math.hpp"
 
+#include <tapeflow/workloads/common/staged_cells.hpp>
 #include <tapeflow/workloads/common/state_chain.hpp>
 
 #include <tapeflow/cpu/reverse.hpp>
@@ -110,12 +111,8 @@ struct cpu_step {
   {
     std::size_t const cells = n * n;
     coefficients<T> const kk = k;
-    cpu::reverse_tiles(
-      tape, plan,
-      [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
-        T const* const taped = reinterpret_cast<T const*>(staged);
-        std::size_t const begin = first * cells_per_record<T>;
-        std::size_t const end = std::min(cells, (first + count) * cells_per_record<T>);
+    reverse_staged_cells<T, cells_per_record<T>>(
+      tape, plan, cells, staging.get(), [&](T const* taped, std::size_t begin, std::size_t end) {
         for_rows(begin, end, n, [&](std::size_t i, std::size_t j0, std::size_t j1) {
           T const* const g = g_out + i * n;
           T const* const up = g_out + wrap_prev(i, n) * n;
@@ -132,8 +129,7 @@ struct cpu_step {
             });
           }
         });
-      },
-      staging.get());
+      });
   }
 };
 

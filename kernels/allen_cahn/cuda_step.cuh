@@ -7,6 +7,8 @@
 #include "allen_cahn.hpp"
 #include "math.hpp"
 
+#include <tapeflow/workloads/common/staged_cells.cuh>
+
 #include <tapeflow/device/launch.cuh>
 #include <tapeflow/device/platform.hpp>
 #include <tapeflow/device/tile_pipeline.cuh>
@@ -60,17 +62,9 @@ template <class T, int Stages>
 __global__ void reverse_kernel(tape_reader<record<T>> tape, T const* __restrict__ g_out, T* __restrict__ g_in,
                                std::size_t n, coefficients<T> k, tape_content content)
 {
-  std::size_t const cells = n * n;
-  device::tile_pipeline<record<T>, Stages>::reverse(
-    tape, [&](std::size_t, record<T> const* staged, std::size_t first, std::size_t count) {
-      T const* const taped = reinterpret_cast<T const*>(staged);
-      std::size_t const base = first * cells_per_record<T>;
-      std::size_t const staged_cells = count * cells_per_record<T>;
-      for (std::size_t c = threadIdx.x; c < staged_cells; c += blockDim.x) {
-        std::size_t const cell = base + c;
-        if (cell < cells) { g_in[cell] = adjoint_at(taped[c], g_out, n, cell, k, content); }
-      }
-    });
+  reverse_staged_cells<T, cells_per_record<T>, 1, Stages>(tape, n * n, [&](std::size_t cell, T const* taped) {
+    g_in[cell] = adjoint_at(*taped, g_out, n, cell, k, content);
+  });
 }
 
 /// One primal step on the device.

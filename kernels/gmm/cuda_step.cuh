@@ -53,6 +53,24 @@ struct device_problem {
   double m;
 };
 
+/// acc[m][c] += a[ty + 16 m] * b[tx + 16 c]: a thread's 4 x 4 share of the outer product of two
+/// staged 64-value rows, its (ty, tx) in the block's 16 x 16.
+__device__ __forceinline__ void add_outer_4x4(double const* a, double const* b, int ty, int tx, double (&acc)[4][4])
+{
+  double u[4];
+  double v[4];
+TAPEFLOW_UNROLL
+  for (int m = 0; m < 4; ++m) {
+    u[m] = a[ty + 16 * m];
+    v[m] = b[tx + 16 * m];
+  }
+TAPEFLOW_UNROLL
+  for (int m = 0; m < 4; ++m) {
+TAPEFLOW_UNROLL
+    for (int c = 0; c < 4; ++c) { acc[m][c] = fma(u[m], v[c], acc[m][c]); }
+  }
+}
+
 // The kernels are templates (Unused) so that this header can be included by several translation
 // units (the workload, the benchmark) without multiple definitions.
 template <int Unused = 0>
@@ -129,20 +147,7 @@ __global__ void __launch_bounds__(gpu_threads) forward_kernel(device_problem p, 
       }
       __syncthreads();
 TAPEFLOW_UNROLL
-      for (int l = 0; l < fwd_cols; ++l) {
-        double a[4];
-        double b[4];
-TAPEFLOW_UNROLL
-        for (int m = 0; m < 4; ++m) {
-          a[m] = qs[l][ty + 16 * m];
-          b[m] = xs[l][tx + 16 * m];
-        }
-TAPEFLOW_UNROLL
-        for (int m = 0; m < 4; ++m) {
-TAPEFLOW_UNROLL
-          for (int c = 0; c < 4; ++c) { acc[m][c] = fma(a[m], b[c], acc[m][c]); }
-        }
-      }
+      for (int l = 0; l < fwd_cols; ++l) { add_outer_4x4(qs[l], xs[l], ty, tx, acc); }
       __syncthreads();
     }
 TAPEFLOW_UNROLL
@@ -256,20 +261,7 @@ __global__ void __launch_bounds__(gpu_threads) reverse_kernel(tape_reader<record
         }
         __syncthreads();
 TAPEFLOW_UNROLL_BY(unroll 4)
-        for (int pt = 0; pt < rev_points; ++pt) {
-          double a[4];
-          double b[4];
-TAPEFLOW_UNROLL
-          for (int m = 0; m < 4; ++m) {
-            a[m] = xj[pt][ty + 16 * m];
-            b[m] = xl[pt][tx + 16 * m];
-          }
-TAPEFLOW_UNROLL
-          for (int m = 0; m < 4; ++m) {
-TAPEFLOW_UNROLL
-            for (int c = 0; c < 4; ++c) { acc[m][c] = fma(a[m], b[c], acc[m][c]); }
-          }
-        }
+        for (int pt = 0; pt < rev_points; ++pt) { add_outer_4x4(xj[pt], xl[pt], ty, tx, acc); }
         if (diagonal && tid < static_cast<int>(s_block)) {
           for (int pt = 0; pt < rev_points; ++pt) { t_acc += xl[pt][tid]; }
         }

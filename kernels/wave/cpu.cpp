@@ -7,6 +7,8 @@
 #include "math.hpp"
 #include "segments.hpp"
 
+#include <tapeflow/workloads/common/staged_cells.hpp>
+
 #include <tapeflow/cpu/reverse.hpp>
 #include <tapeflow/cpu/tape_store.hpp>
 #include <tapeflow/cpu/thread_pool.hpp>
@@ -63,12 +65,8 @@ struct cpu_step {
     T const* const a = g_out;
     T const* const b = g_out + cells;
     T const c = g_out[2 * cells];
-    cpu::reverse_tiles(
-      tape, plan,
-      [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
-        T const* const taped = reinterpret_cast<T const*>(staged);
-        std::size_t const begin = first * cells_per_record<T>;
-        std::size_t const end = std::min(cells, (first + count) * cells_per_record<T>);
+    reverse_staged_cells<T, cells_per_record<T>>(
+      tape, plan, cells, staging.get(), [&](T const* taped, std::size_t begin, std::size_t end) {
         for (std::size_t cell = begin; cell < end; ++cell) {
           T const s = taped[2 * (cell - begin)];
           T const u = taped[2 * (cell - begin) + 1];
@@ -76,8 +74,7 @@ struct cpu_step {
           g_in[cells + cell] = current_adjoint(a, b, m, g, cell, c, residual(t, cell, u));
           dm[cell] += slowness_adjoint(b[cell], s, m[cell], g);
         }
-      },
-      staging.get());
+      });
     g_in[2 * cells] = c;
   }
 

@@ -8,6 +8,8 @@
 #include "math.hpp"
 #include "segments.hpp"
 
+#include <tapeflow/workloads/common/staged_cells.cuh>
+
 #include <tapeflow/device/block_reduce.cuh>
 #include <tapeflow/device/launch.cuh>
 #include <tapeflow/device/platform.hpp>
@@ -96,22 +98,14 @@ __global__ void reverse_kernel(tape_reader<record<T>> tape, T const* __restrict_
   T const* const b = g_out + cells;
   T const c = g_out[2 * cells];
   std::size_t const row = g.receiver_cell(0);
-  device::tile_pipeline<record<T>, Stages>::reverse(
-    tape, [&](std::size_t, record<T> const* staged, std::size_t first, std::size_t count) {
-      T const* const taped = reinterpret_cast<T const*>(staged);
-      std::size_t const base = first * cells_per_record<T>;
-      std::size_t const staged_cells = count * cells_per_record<T>;
-      for (std::size_t k = threadIdx.x; k < staged_cells; k += blockDim.x) {
-        std::size_t const cell = base + k;
-        if (cell >= cells) { continue; }
-        T const s = taped[2 * k];
-        T const u = taped[2 * k + 1];
-        T const residual = cell >= row && cell < row + g.receivers() ? u - d[t * g.receivers() + (cell - row)] : T(0);
-        g_in[cell] = -b[cell];
-        g_in[cells + cell] = current_adjoint(a, b, m, g, cell, c, residual);
-        dm[cell] += slowness_adjoint(b[cell], s, m[cell], g);
-      }
-    });
+  reverse_staged_cells<T, cells_per_record<T>, 2, Stages>(tape, cells, [&](std::size_t cell, T const* taped) {
+    T const s = taped[0];
+    T const u = taped[1];
+    T const residual = cell >= row && cell < row + g.receivers() ? u - d[t * g.receivers() + (cell - row)] : T(0);
+    g_in[cell] = -b[cell];
+    g_in[cells + cell] = current_adjoint(a, b, m, g, cell, c, residual);
+    dm[cell] += slowness_adjoint(b[cell], s, m[cell], g);
+  });
   if (blockIdx.x == 0 && threadIdx.x == 0) { g_in[2 * cells] = c; }
 }
 

@@ -5,7 +5,7 @@
 # tile staged into the wrong slot, the last tile dropped — and to the stencil segments' tile program
 # (include/tapeflow/stencil/tile_program.hpp) — a barrier between levels removed, a halo one cell
 # short, a step index off by one, the wrong cell's coefficients, a dL/dc or an observation
-# dropped — and to its GPU team (include/tapeflow/stencil/device.cuh) — an interior box's copies
+# dropped, a level's or an adjoint's box taken as inside the grid — and to its GPU team (include/tapeflow/stencil/device.cuh) — an interior box's copies
 # not waited for, missing a row carry, or taken for a box that reaches one row past the grid —
 # rebuilds the emulated GPU tests and runs them, and prints which tests each mutation fails. The
 # sources are restored afterwards.
@@ -48,9 +48,11 @@ mutations=(
       lb = b;|      lb = b;"
   "program|stencil: the checkpoint's halo one cell short|    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i)); };|    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i) - (i == 0 ? 1 : 0)); };"
   "program|stencil: a forward step's index one off|first + static_cast<std::size_t>(i - 1), &t);|first + static_cast<std::size_t>(i), &t);"
-  "program|stencil: scatter reads the tap's cell's coefficients|          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c);|          own_coefficients(b.x0 + x, b.y0 + y, b.z0 + z, c);"
+  "program|stencil: scatter reads the tap's cell's coefficients|          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c, taps_inside);|          own_coefficients(b.x0 + x, b.y0 + y, b.z0 + z, c, taps_inside);"
   "program|stencil: a segment's first dL/dc dropped|      if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }|"
   "program|stencil: a segment's first state not observed|        observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);|        static_cast<void>(u);"
+  "program|stencil: a level's box taken as inside the grid|    bool const inside_all = within(nb);|    bool const inside_all = true;"
+  "program|stencil: an adjoint's taps taken as inside the grid|      bool const taps_inside = within(grown(b, dims, coefficient_reach()));|      bool const taps_inside = true;"
   "program|stencil: a box one row past the grid copied|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) &&|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) + 1 &&"
   "team|stencil: a box's copies not waited for|    cuda::pipeline_consumer_wait_prior<0>(pipe);|"
   "team|stencil: a copy's row carry dropped|        offset += row_carry;|"

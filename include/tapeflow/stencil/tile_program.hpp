@@ -310,34 +310,46 @@ struct tile_program {
     return {step, x, y, z, c};
   }
   /// Coefficient `f` at (x, y, z) of this grid: wrapped where periodic, 0 outside a fixed grid;
-  /// on a slab, from the coefficients' ghost planes beyond its faces.
-  [[nodiscard]] TAPEFLOW_HOST_DEVICE T coefficient_at(int f, std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
+  /// on a slab, from the coefficients' ghost planes beyond its faces. `inside`: the caller knows
+  /// the cell is inside() this grid (read directly, nothing to decide).
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE T coefficient_at(int f, std::int64_t x, std::int64_t y, std::int64_t z,
+                                                      bool inside = false) const noexcept
   {
+    if (inside) { return coefficient_values[static_cast<std::size_t>(f) * g.cells() + index_of(x, y, z)]; }
     if (g.edge == boundary::fixed && !in_domain(x, y, z)) { return T(0); }
     return value_at(coefficient_values, slab.coefficients, f, x, y, z);
   }
   /// The coefficients of the cell (x, y, z) of this grid into c (coefficient_count values).
-  TAPEFLOW_HOST_DEVICE void own_coefficients(std::int64_t x, std::int64_t y, std::int64_t z, T* c) const noexcept
+  TAPEFLOW_HOST_DEVICE void own_coefficients(std::int64_t x, std::int64_t y, std::int64_t z, T* c,
+                                             bool inside = false) const noexcept
   {
-    for (int f = 0; f < coefficient_count; ++f) { c[f] = coefficient_at(f, x, y, z); }
+    for (int f = 0; f < coefficient_count; ++f) { c[f] = coefficient_at(f, x, y, z, inside); }
+  }
+  /// How far from a cell its adjoint reads coefficients (the gather form's λ taps, the scatter
+  /// form's forward taps).
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE int coefficient_reach() const noexcept
+  {
+    return r.lambda > r.forward ? r.lambda : r.forward;
   }
   /// Storage for `n` values that may be none.
   template <int N>
   using values = T[N > 0 ? N : 1];
 
-  /// out = S's step at the cell (x, y, z) of this grid from u at its forward taps, applying step `step`.
+  /// out = S's step at the cell (x, y, z) of this grid from u at its forward taps, applying step
+  /// `step` (`inside`: as coefficient_at's).
   TAPEFLOW_HOST_DEVICE void forward_cell(T const* u, T* out, std::size_t step, std::int64_t x, std::int64_t y,
-                                         std::int64_t z) const
+                                         std::int64_t z, bool inside = false) const
   {
     if constexpr (takes_site_v<S>) {
       values<coefficient_count> c;
-      own_coefficients(x, y, z, c);
+      own_coefficients(x, y, z, c, inside);
       stencil.forward(u, out, site_of(step, x, y, z, c));
     } else {
       static_cast<void>(step);
       static_cast<void>(x);
       static_cast<void>(y);
       static_cast<void>(z);
+      static_cast<void>(inside);
       stencil.forward(u, out);
     }
   }
@@ -346,7 +358,7 @@ struct tile_program {
   {
     if constexpr (observes_v<S>) {
       values<coefficient_count> c;
-      own_coefficients(x, y, z, c);
+      own_coefficients(x, y, z, c, true);  // an observed cell is a tile's own, inside the grid
       stencil.observe(u, site_of(step, x, y, z, c));
     }
   }
@@ -461,16 +473,17 @@ struct tile_program {
   {
     shift const sh = by(r.forward);
     std::size_t const plane = nb.cells();
+    bool const inside_all = within(nb);  // then no cell is outside a fixed grid, none needs deciding
     team.template for_each<dims>(nb, [&](int x, int y, int z) {
       std::size_t const c = nb.at(x, y, z);
-      if (g.edge == boundary::fixed && !in_domain(nb.x0 + x, nb.y0 + y, nb.z0 + z)) {
+      if (!inside_all && g.edge == boundary::fixed && !in_domain(nb.x0 + x, nb.y0 + y, nb.z0 + z)) {
         for (int f = 0; f < fields; ++f) { next[f * plane + c] = g.ghost; }
         return;
       }
       T u[forward_taps::size];
       T out[fields];
       gather_taps(prev, pb, x, y, z, sh, u);
-      forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z);
+      forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z, inside_all);
       for (int f = 0; f < fields; ++f) { next[f * plane + c] = out[f]; }
       if constexpr (observes_v<S>) {
         if (observed != nullptr && owns(*observed, nb, x, y, z)) {
@@ -561,7 +574,7 @@ struct tile_program {
       T u[forward_taps::size];
       T o[fields];
       gather_taps(prev, b, x, y, z, sh, u);
-      forward_cell(u, o, first + static_cast<std::size_t>(k - 1), gx, gy, gz);
+      forward_cell(u, o, first + static_cast<std::size_t>(k - 1), gx, gy, gz, true);
       std::size_t const at = index_of(gx, gy, gz);
       for (int f = 0; f < fields; ++f) { out[f * cells + at] = o[f]; }
     });
@@ -577,8 +590,11 @@ struct tile_program {
 
   /// λ_i of the cell at (x, y, z) of box `b`, from u_i stored on box `ub` and λ_{i+1} on box `lb`
   /// (both centred on `b`, wider by what the adjoint reaches), step `step` being u_i -> u_{i+1}.
+  /// `taps_inside`: the caller knows every cell within coefficient_reach() of it is inside() the
+  /// grid.
   TAPEFLOW_HOST_DEVICE void adjoint_cell(T const* u_level, box const& ub, T const* next, box const& lb, box const& b,
-                                         int x, int y, int z, std::size_t step, T* lambda) const
+                                         int x, int y, int z, std::size_t step, T* lambda,
+                                         bool taps_inside = false) const
   {
     shift const su = by(static_cast<int>(b.x0 - ub.x0));  // u_i's box is this much wider
     shift const sl = by(static_cast<int>(b.x0 - lb.x0));  // and λ_{i+1}'s this much
@@ -596,7 +612,8 @@ struct tile_program {
         for_each_tap<adjoint_taps>([&](auto t, auto i) {
           using tp = decltype(t);
           for (int f = 0; f < coefficient_count; ++f) {
-            c[decltype(i)::value * coefficient_count + f] = coefficient_at(f, gx + tp::dx, gy + tp::dy, gz + tp::dz);
+            c[decltype(i)::value * coefficient_count + f] =
+              coefficient_at(f, gx + tp::dx, gy + tp::dy, gz + tp::dz, taps_inside);
           }
         });
         stencil.adjoint(u, gv, lambda, site_of(step, gx, gy, gz, c));
@@ -613,7 +630,7 @@ struct tile_program {
         int const yx = x - tp::dx;
         int const yy = y - tp::dy;
         int const yz = z - tp::dz;
-        if (g.edge == boundary::fixed && !in_domain(b.x0 + yx, b.y0 + yy, b.z0 + yz)) { return; }
+        if (!taps_inside && g.edge == boundary::fixed && !in_domain(b.x0 + yx, b.y0 + yy, b.z0 + yz)) { return; }
         T u[forward_taps::size];
         T gv[fields];
         T contributions[forward_taps::size];
@@ -621,7 +638,7 @@ struct tile_program {
         for (int f = 0; f < fields; ++f) { gv[f] = next[f * plane + lb.at(yx + sl.x, yy + sl.y, yz + sl.z)]; }
         if constexpr (takes_site_v<S>) {
           values<coefficient_count> c;
-          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c);
+          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c, taps_inside);
           stencil.reverse(u, gv, contributions, site_of(step, b.x0 + yx, b.y0 + yy, b.z0 + yz, c));
         } else {
           stencil.reverse(u, gv, contributions);
@@ -649,7 +666,7 @@ struct tile_program {
       gather_taps(u_level, ub, x, y, z, su, u);
       std::size_t const plane = lb.cells();
       for (int f = 0; f < fields; ++f) { gv[f] = next[f * plane + lb.at(x + sl.x, y + sl.y, z + sl.z)]; }
-      own_coefficients(gx, gy, gz, c);
+      own_coefficients(gx, gy, gz, c, true);  // an owned cell: inside the grid
       stencil.parameter_adjoint(u, gv, d, site_of(step, gx, gy, gz, c));
       std::size_t const at = index_of(gx, gy, gz);  // an owned cell: inside the grid
       for (int f = 0; f < coefficient_count; ++f) { dc[static_cast<std::size_t>(f) * g.cells() + at] += d[f]; }
@@ -705,14 +722,15 @@ struct tile_program {
       T const* const next = lambda_level(i + 1);
       std::size_t const plane = b.cells();
       std::size_t const step = first + static_cast<std::size_t>(i);
+      bool const taps_inside = within(grown(b, dims, coefficient_reach()));  // and so every cell of b
       team.template for_each<dims>(b, [&](int x, int y, int z) {
         std::size_t const c = b.at(x, y, z);
         T lambda[fields];
-        if (g.edge == boundary::fixed && !in_domain(b.x0 + x, b.y0 + y, b.z0 + z)) {
+        if (!taps_inside && g.edge == boundary::fixed && !in_domain(b.x0 + x, b.y0 + y, b.z0 + z)) {
           for (int f = 0; f < fields; ++f) { out[f * plane + c] = T(0); }
           return;
         }
-        adjoint_cell(u, ub, next, lb, b, x, y, z, step, lambda);
+        adjoint_cell(u, ub, next, lb, b, x, y, z, step, lambda, taps_inside);
         for (int f = 0; f < fields; ++f) { out[f * plane + c] = lambda[f]; }
         if (coefficient_count > 0 && owns(t, b, x, y, z)) { add_parameter_adjoint(u, ub, next, lb, b, x, y, z, step, dc); }
       });
@@ -724,13 +742,14 @@ struct tile_program {
     box const ub = u_box(0);
     T const* const u = u_level(0);
     T const* const next = lambda_odd;
+    bool const taps_inside = within(grown(t, dims, coefficient_reach()));
     team.template for_each<dims>(t, [&](int x, int y, int z) {
       std::int64_t const gx = t.x0 + x;
       std::int64_t const gy = t.y0 + y;
       std::int64_t const gz = t.z0 + z;
       if (!inside(gx, gy, gz)) { return; }
       T lambda[fields];
-      adjoint_cell(u, ub, next, lb, t, x, y, z, first, lambda);
+      adjoint_cell(u, ub, next, lb, t, x, y, z, first, lambda, taps_inside);
       std::size_t const c = index_of(gx, gy, gz);
       for (int f = 0; f < fields; ++f) { lambda_in[f * cells + c] = lambda[f]; }
       if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }

@@ -4,6 +4,10 @@
 // a barrier phase, a pipeline) or, under the random schedule, until a yield point chooses to switch;
 // the scheduler then picks the next fiber that can run: the next in thread order (sequential
 // schedule) or a seeded random one. A block in which no live fiber can run is a deadlock.
+//
+// One file of a little under 500 lines: the fibers' switching, the block pool that runs blocks on
+// host threads, and the waits a kernel calls (__syncthreads, votes, yield points, __trap) all read
+// and write the same per-thread slots of the running block, which stay private to this file.
 #include "emulator.hpp"
 #include "fiber.hpp"
 

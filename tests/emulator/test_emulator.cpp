@@ -133,18 +133,25 @@ __global__ void deadlock_kernel(unsigned* out)
   }
 }
 
+/// Waits for the launches before, which must have failed with a trap whose report holds `report`;
+/// clears the error.
+void expect_trap(std::string const& report, char const* why)
+{
+  try {
+    TAPEFLOW_CUDA_TRY(cudaDeviceSynchronize());
+    ADD_FAILURE() << why;
+  } catch (platform_error const& e) {
+    EXPECT_EQ(e.name(), "cudaErrorLaunchFailure");
+    EXPECT_NE(std::string{e.what()}.find(report), std::string::npos) << e.what();
+  }
+  emu::clear_error();
+}
+
 TEST(Emulator, TrapsAndDeadlocksAreTypedErrorsNamingTheThread)
 {
   device_array<unsigned> out(4 * 32);
   device::launch(trap_kernel, 4, 32, 0, {}, out.data);
-  try {
-    TAPEFLOW_CUDA_TRY(cudaDeviceSynchronize());
-    ADD_FAILURE() << "a trap must fail the launch";
-  } catch (platform_error const& e) {
-    EXPECT_EQ(e.name(), "cudaErrorLaunchFailure");
-    EXPECT_NE(std::string{e.what()}.find("__trap() in block (2,0,0), thread (5,0,0)"), std::string::npos) << e.what();
-  }
-  emu::clear_error();
+  expect_trap("__trap() in block (2,0,0), thread (5,0,0)", "a trap must fail the launch");
 
   device::launch(deadlock_kernel, 1, 64, 0, {}, out.data);
   try {
@@ -268,14 +275,7 @@ TEST(Emulator, APipelineThatGoesAwayWithCopiesInFlightTraps)
   device_array<unsigned> in(4 * 32);
   TAPEFLOW_CUDA_TRY(cudaMemset(in.data, 0, 4 * 32 * sizeof(unsigned)));
   device::launch(unwaited_copy_kernel, 1, 32, 4 * 32 * sizeof(unsigned), {}, in.data);
-  try {
-    TAPEFLOW_CUDA_TRY(cudaDeviceSynchronize());
-    ADD_FAILURE() << "copies never waited for must fail the launch";
-  } catch (platform_error const& e) {
-    EXPECT_EQ(e.name(), "cudaErrorLaunchFailure");
-    EXPECT_NE(std::string{e.what()}.find("thread (3,0,0)"), std::string::npos) << e.what();
-  }
-  emu::clear_error();
+  expect_trap("__trap() in block (0,0,0), thread (3,0,0)", "copies never waited for must fail the launch");
 }
 
 // The bulk-copy engine: thread 0 copies, everyone waits on the barrier's phase.

@@ -131,8 +131,8 @@ struct block_team {
       };
       offset = at(x, y, z);
       step = at(sx, sy, sz);
-      row_carry = row - static_cast<std::size_t>(ex);                               // x past ex: one row on
-      plane_carry = plane - static_cast<std::size_t>(ey) * row;                     // y past ey: one plane on
+      row_carry = row - static_cast<std::size_t>(ex);              // x past ex: one row on
+      plane_carry = plane - static_cast<std::size_t>(ey) * row;    // y past ey: one plane on
 #else
       static_cast<void>(row);
       static_cast<void>(plane);

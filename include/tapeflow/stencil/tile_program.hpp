@@ -251,7 +251,7 @@ struct tile_program {
       if (!cut_axis(1)) { y = wrap(y, g.ny); }
       if (!cut_axis(2)) { z = wrap(z, g.nz); }
     }
-    return (static_cast<std::size_t>(z) * g.ny + static_cast<std::size_t>(y)) * g.nx + static_cast<std::size_t>(x);
+    return index_of(x, y, z);
   }
   /// The value of field `f` at (x, y, z) of `state`, where (x, y, z) lies in the whole grid: from
   /// the state, or from the ghost cells beyond the part's faces (ghosts.hpp's layout).

@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
+#include <poll.h>
 #include <pty.h>
+#include <utmp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,25 +66,49 @@ class Cli : public ::testing::Test {
 
   /// Runs the CLI with `args` on a pseudo-terminal (stdout and stderr both), as a user at a
   /// terminal would; returns its exit status and keeps what the terminal showed in `output_`.
+  ///
+  /// This process holds the terminal's slave side open while the child runs, so the child's exit
+  /// is no hang-up: reading until EIO at the hang-up (as forkpty invites) can lose what the child
+  /// wrote last, still on its way from the slave to the master when the master reads EIO. Instead
+  /// it reads while the child runs, and once it has exited, drains until the terminal stays quiet.
   int run_on_terminal(std::string const& args)
   {
     int master = -1;
-    pid_t const pid = forkpty(&master, nullptr, nullptr, nullptr);
-    if (pid < 0) { return -1; }
+    int slave = -1;
+    if (openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) { return -1; }
+    pid_t const pid = fork();
+    if (pid < 0) {
+      ::close(master);
+      ::close(slave);
+      return -1;
+    }
     if (pid == 0) {
+      ::close(master);
+      if (login_tty(slave) != 0) { _exit(126); }  // a new session, the terminal as 0, 1 and 2
       execl("/bin/sh", "sh", "-c", (std::string{TAPEFLOW_CLI_PATH} + " " + args).c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     output_.clear();
-    char buf[4096];
+    int status = 0;
+    bool exited = false;
     for (;;) {
-      ssize_t const n = ::read(master, buf, sizeof buf);
-      if (n <= 0) { break; }  // EIO once the child has exited and closed the terminal
-      output_.append(buf, static_cast<std::size_t>(n));
+      pollfd fd{master, POLLIN, 0};
+      // While the child runs, wake now and then to see whether it has exited; after, a terminal
+      // quiet for a tenth of a second holds nothing more.
+      int const ready = ::poll(&fd, 1, exited ? 100 : 20);
+      if (ready > 0 && (fd.revents & POLLIN) != 0) {
+        char buf[4096];
+        ssize_t const n = ::read(master, buf, sizeof buf);
+        if (n > 0) {
+          output_.append(buf, static_cast<std::size_t>(n));
+          continue;
+        }
+      }
+      if (exited) { break; }
+      exited = waitpid(pid, &status, WNOHANG) == pid;
     }
     ::close(master);
-    int status = 0;
-    waitpid(pid, &status, 0);
+    ::close(slave);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 

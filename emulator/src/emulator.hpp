@@ -40,5 +40,9 @@ inline constexpr int multiprocessors = 4;
 inline constexpr std::size_t shared_per_block = 48 * 1024;
 inline constexpr std::size_t shared_per_block_optin = 227 * 1024;
 inline constexpr std::size_t shared_per_multiprocessor = 228 * 1024;
+inline constexpr std::size_t shared_reserved_per_block = 1024;  // what the driver keeps of it per resident block
+inline constexpr int registers_per_multiprocessor = 65536;
+inline constexpr int register_allocation_unit = 256;  // registers are given to a warp in these
+inline constexpr int max_blocks_per_multiprocessor = 32;
 
 }  // namespace tapeflow::emu::detail

@@ -21,6 +21,7 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, void const* fu
   attributes->ptxVersion = config.kernel_binary_version;
   attributes->maxThreadsPerBlock =
     config.kernel_max_threads > 0 ? std::min(config.kernel_max_threads, max_threads_per_block) : max_threads_per_block;
+  attributes->numRegs = config.kernel_registers;
   attributes->sharedSizeBytes = 0;
   auto const opted = dev().opted_in.find(function);
   attributes->maxDynamicSharedSizeBytes =
@@ -36,6 +37,29 @@ cudaError_t cudaFuncSetAttribute(void const* function, cudaFuncAttribute attribu
   }
   std::lock_guard<std::recursive_mutex> lock(dev().mutex);
   dev().opted_in[function] = static_cast<std::size_t>(value);
+  return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, void const* function, int block_size,
+                                                          std::size_t dynamic_smem) noexcept
+{
+  cudaFuncAttributes attributes{};
+  if (blocks == nullptr || block_size <= 0) { return cudaErrorInvalidValue; }
+  if (cudaError_t const e = cudaFuncGetAttributes(&attributes, function); e != cudaSuccess) { return e; }
+  if (block_size > attributes.maxThreadsPerBlock ||
+      dynamic_smem > static_cast<std::size_t>(attributes.maxDynamicSharedSizeBytes)) {
+    *blocks = 0;
+    return cudaSuccess;
+  }
+  int const warps = (block_size + warp_size - 1) / warp_size;
+  int resident = std::min(max_threads_per_multiprocessor / warp_size / warps, max_blocks_per_multiprocessor);
+  resident = std::min(resident, static_cast<int>(shared_per_multiprocessor / (dynamic_smem + shared_reserved_per_block)));
+  if (attributes.numRegs > 0) {
+    int const per_warp = (attributes.numRegs * warp_size + register_allocation_unit - 1) / register_allocation_unit *
+                         register_allocation_unit;
+    resident = std::min(resident, registers_per_multiprocessor / (per_warp * warps));
+  }
+  *blocks = resident;
   return cudaSuccess;
 }
 

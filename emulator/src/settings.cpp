@@ -72,10 +72,12 @@ settings parse_environment()
       s.kernel_binary_version = static_cast<int>(number());
     } else if (key == "kernel_threads") {
       s.kernel_max_threads = static_cast<int>(number());
+    } else if (key == "kernel_registers") {
+      s.kernel_registers = static_cast<int>(number());
     } else {
       std::fprintf(stderr,
                    "tapeflow emulator: TAPEFLOW_EMULATOR: unknown setting '%s' (schedule=sequential|random, seed=N, "
-                   "threads=N, streams=lazy|eager, memory=BYTES, stack=BYTES, binary=SM, kernel_threads=N)\n",
+                   "threads=N, streams=lazy|eager, memory=BYTES, stack=BYTES, binary=SM, kernel_threads=N, kernel_registers=N)\n",
                    item.c_str());
       std::exit(2);
     }

@@ -366,6 +366,80 @@ TEST(StencilSegments, ADeviceRunnerRefusesACpuPlan)
 }
 #endif
 
+#if defined(TAPEFLOW_EMULATED)
+/// Makes every kernel of the emulated device hold `registers` registers a thread while in scope.
+class emulated_registers {
+ public:
+  explicit emulated_registers(int registers) : previous_(emu::current_settings())
+  {
+    emu::settings next = previous_;
+    next.kernel_registers = registers;
+    emu::configure(next);
+  }
+  ~emulated_registers() { emu::configure(previous_); }
+  emulated_registers(emulated_registers const&) = delete;
+  emulated_registers& operator=(emulated_registers const&) = delete;
+
+ private:
+  emu::settings previous_;
+};
+
+// The plan counts a block's threads and shared memory, not its kernel's registers, which may let
+// fewer blocks stay on a multiprocessor: Allen–Cahn's segment reverse holds 70 registers a thread on
+// an H100, so 3 blocks of 256 threads fit an SM where the plan counts 8. A persistent grid larger
+// than what fits runs its blocks past the first wave as a second, part-empty one. The launches'
+// grids are what the device holds at once (played here: 70 registers, 3 blocks on each of the
+// emulated device's 4 multiprocessors), and the bits are those of the plan's grid.
+TEST(StencilSegments, APersistentGridIsNoLargerThanWhatTheDeviceHoldsAtOnce)
+{
+  using T = float;
+  allen_cahn_2d<T> const s{{0.1f, 0.2f}};
+  st::grid<T> const g{70, 61, 1};
+  st::segment_request request;
+  request.k = 3;
+  request.tile = {8, 8, 1};
+  request.block_threads = 256;
+  st::segment_plan const plan = st::plan_segments<allen_cahn_2d<T>>(g, 6, query_device_limits(target), request);
+  ASSERT_EQ(plan.tiles, 72u);
+  ASSERT_EQ(plan.grid_blocks, 32) << "8 blocks of 256 threads on each of 4 multiprocessors: " << plan.describe();
+  st::device_runner<allen_cahn_2d<T>> const runner(s, g, plan);
+  std::size_t const bytes = runner.state_size() * sizeof(T);
+  device_buffer u0(target, bytes, {});
+  device_buffer lambda_k(target, bytes, {});
+  std::random_device fresh;
+  std::vector<T> const u0_values = random_state<T>(g.cells(), fresh(), -1.0, 1.0);
+  std::vector<T> const lambda_values = random_state<T>(g.cells(), fresh(), -1.0, 1.0);
+  u0.upload(u0_values.data(), bytes, {});
+  lambda_k.upload(lambda_values.data(), bytes, {});
+  struct launched {
+    std::uint64_t blocks;
+    std::vector<T> u3;
+    std::vector<T> lambda0;
+  };
+  auto const run = [&](int registers) {
+    emulated_registers const played(registers);
+    device_buffer u3(target, bytes, {});
+    device_buffer lambda0(target, bytes, {});
+    TAPEFLOW_CUDA_TRY(cudaDeviceSynchronize());
+    std::uint64_t const before = emu::current_counters().blocks;
+    runner.advance(0, 3, u0.data_as<T>(), u3.data_as<T>(), {});
+    runner.reverse(0, 3, u0.data_as<T>(), lambda_k.data_as<T>(), lambda0.data_as<T>(), nullptr, {});
+    TAPEFLOW_CUDA_TRY(cudaDeviceSynchronize());
+    launched r{emu::current_counters().blocks - before, std::vector<T>(g.cells()), std::vector<T>(g.cells())};
+    u3.download(r.u3.data(), bytes, {});
+    lambda0.download(r.lambda0.data(), bytes, {});
+    return r;
+  };
+  launched const planned = run(0);
+  EXPECT_EQ(planned.blocks, 2u * 32u) << "registers bound nothing: the plan's grid";
+  launched const held = run(70);
+  EXPECT_EQ(held.blocks, 2u * 12u) << "70 registers: 3 blocks of 256 threads on each of 4 multiprocessors";
+  EXPECT_TRUE(same_bits(held.u3, planned.u3));
+  EXPECT_TRUE(same_bits(held.lambda0, planned.lambda0));
+  EXPECT_FALSE(same_bits(held.lambda0, std::vector<T>(g.cells(), T(0)))) << "the reverse wrote its adjoint";
+}
+#endif
+
 // The planner is host code: its tests run once, with the CPU backend's.
 #if !defined(TAPEFLOW_TEST_ON_GPU)
 /// A CUDA device's limits as the planner reads them: 48 KiB of shared memory per block without

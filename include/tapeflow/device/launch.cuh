@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -138,6 +139,46 @@ inline void opt_in_shared(void const* kernel, std::size_t bytes)
   if (bytes <= to) { return; }
   TAPEFLOW_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   to = bytes;
+}
+
+/// Blocks of `kernel` one multiprocessor runs at once when launched with `threads` threads and
+/// `smem_bytes` of dynamic shared memory — what its registers, its shared memory and its threads
+/// allow together (cudaOccupancyMaxActiveBlocksPerMultiprocessor) — times the device's
+/// multiprocessors: the most blocks of it resident at once. Opts the kernel in to `smem_bytes`
+/// first (opt_in_shared). Queried once per kernel, device and shape. Throws platform_error where
+/// the kernel cannot run one such block (the launch would fail).
+inline int resident_grid(void const* kernel, int threads, std::size_t smem_bytes)
+{
+  opt_in_shared(kernel, smem_bytes);
+  static std::mutex mutex;
+  static std::map<std::tuple<void const*, std::uint64_t, int, std::size_t>, int> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  int& blocks = known[{kernel, detail::current_device(), threads, smem_bytes}];
+  if (blocks == 0) {
+    int per_multiprocessor = 0;
+    TAPEFLOW_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel, threads, smem_bytes));
+    int device = 0;
+    int multiprocessors = 0;
+    TAPEFLOW_CUDA_TRY(cudaGetDevice(&device));
+    TAPEFLOW_CUDA_TRY(cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device));
+    TAPEFLOW_EXPECTS(per_multiprocessor > 0, detail::kernel_name(kernel) + " cannot run a block of " +
+                                               std::to_string(threads) + " threads with " + std::to_string(smem_bytes) +
+                                               " bytes of shared memory on this device");
+    blocks = per_multiprocessor * multiprocessors;
+  }
+  return blocks;
+}
+
+/// The grid of a persistent kernel — one whose blocks walk its work by gridDim, so that any grid
+/// computes the same — for `wanted` blocks: no more than resident_grid(). Blocks past what the
+/// device holds at once would wait for the first wave to finish its whole walk, then run a second,
+/// part-empty one: where a plan counted the threads and the shared memory but not the registers
+/// (Allen–Cahn's segment reverse: 5 blocks an SM planned, 3 fit), the walk takes a fifth longer.
+template <class... Params>
+[[nodiscard]] int persistent_grid(void (*kernel)(Params...), int wanted, int threads, std::size_t smem_bytes)
+{
+  int const resident = resident_grid(reinterpret_cast<void const*>(kernel), threads, smem_bytes);
+  return wanted < resident ? wanted : resident;
 }
 
 /// tapeflow's one kernel launch path: `kernel<<<grid, block, smem_bytes, stream>>>(args...)` on CUDA

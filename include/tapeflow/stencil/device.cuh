@@ -323,8 +323,9 @@ class device_runner {
   {
     program_.advancing(k, in, s).run([&](tile_program<S> const& program, tile_range tiles) {
       if (tiles.size() == 0) { return; }
-      device::launch(detail::advance_kernel<S>, blocks_for(tiles), block_threads_,
-                     program.advance_scratch(k) * sizeof(T), s, program, tiles, first, k, in, out);
+      std::size_t const smem = program.advance_scratch(k) * sizeof(T);
+      device::launch(detail::advance_kernel<S>, blocks_for(detail::advance_kernel<S>, tiles, smem), block_threads_,
+                     smem, s, program, tiles, first, k, in, out);
     }, s);
     zero_tail(out, s);
   }
@@ -334,9 +335,9 @@ class device_runner {
   {
     program_.reversing(k, checkpoint, lambda_out, s).run([&](tile_program<S> const& program, tile_range tiles) {
       if (tiles.size() == 0) { return; }
-      device::launch(detail::reverse_kernel<S>, blocks_for(tiles), block_threads_,
-                     program.reverse_scratch(k) * sizeof(T), s, program, tiles, first, k, checkpoint, lambda_out,
-                     lambda_in, dc);
+      std::size_t const smem = program.reverse_scratch(k) * sizeof(T);
+      device::launch(detail::reverse_kernel<S>, blocks_for(detail::reverse_kernel<S>, tiles, smem), block_threads_,
+                     smem, s, program, tiles, first, k, checkpoint, lambda_out, lambda_in, dc);
     }, s);
     zero_tail(lambda_in, s);
   }
@@ -347,10 +348,15 @@ class device_runner {
   }
 
  private:
-  /// Blocks of a launch over `tiles`: the plan's persistent grid, or fewer for fewer tiles.
-  [[nodiscard]] int blocks_for(tile_range tiles) const noexcept
+  /// Blocks of `kernel`'s launch over `tiles` with `smem` bytes of scratch: the plan's persistent
+  /// grid, fewer for fewer tiles, and no more than the device holds at once (the plan counts the
+  /// threads and the shared memory; the kernel's registers may let fewer blocks in).
+  template <class Kernel>
+  [[nodiscard]] int blocks_for(Kernel kernel, tile_range tiles, std::size_t smem) const
   {
-    return tiles.size() < static_cast<std::size_t>(grid_blocks_) ? static_cast<int>(tiles.size()) : grid_blocks_;
+    int const wanted =
+      tiles.size() < static_cast<std::size_t>(grid_blocks_) ? static_cast<int>(tiles.size()) : grid_blocks_;
+    return device::persistent_grid(kernel, wanted, block_threads_, smem);
   }
 
   void zero_tail(T* state, stream_view s) const

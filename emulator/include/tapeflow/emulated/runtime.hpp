@@ -108,6 +108,7 @@ struct cudaFuncAttributes {
   int binaryVersion;
   int ptxVersion;
   int maxThreadsPerBlock;
+  int numRegs;
   std::size_t sharedSizeBytes;
   int maxDynamicSharedSizeBytes;
 };
@@ -124,6 +125,20 @@ template <class... Params>
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, void (*function)(Params...)) noexcept
 {
   return cudaFuncGetAttributes(attributes, reinterpret_cast<void const*>(function));
+}
+/// Blocks of `function` one multiprocessor runs at once with `block_size` threads and
+/// `dynamic_smem` bytes of dynamic shared memory: the least that its warps, its shared memory (each
+/// block also holding the 1 KiB the driver keeps for it), its registers (as the settings'
+/// kernel_registers= plays them, allocated 256 to a warp) and 32 blocks allow; 0 for a launch the
+/// kernel cannot take (more threads than it runs, more shared memory than it may ask for).
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, void const* function, int block_size,
+                                                          std::size_t dynamic_smem) noexcept;
+template <class... Params>
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, void (*function)(Params...), int block_size,
+                                                          std::size_t dynamic_smem) noexcept
+{
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, reinterpret_cast<void const*>(function), block_size,
+                                                       dynamic_smem);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -227,9 +242,11 @@ struct settings {
   /// What cudaFuncGetAttributes reports for every kernel, to play binaries and kernels the device
   /// cannot take as they are: the architecture of the loaded code (80: a binary built for sm_80
   /// only, run on this sm_90 device), and the kernel's own thread limit (0: the device's 1024;
-  /// lower: a kernel that needs many registers).
+  /// lower: a kernel that needs many registers), and the registers a thread of every kernel holds
+  /// (0: registers bound no launch; cudaOccupancyMaxActiveBlocksPerMultiprocessor counts them).
   int kernel_binary_version{90};
   int kernel_max_threads{0};
+  int kernel_registers{0};
 };
 [[nodiscard]] settings current_settings();
 /// Counts configure() calls: host code that caches what the device reports about kernels keys

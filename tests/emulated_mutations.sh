@@ -5,7 +5,8 @@
 # tile staged into the wrong slot, the last tile dropped — and to the stencil segments' tile program
 # (include/tapeflow/stencil/tile_program.hpp) — a barrier between levels removed, a halo one cell
 # short, a step index off by one, the wrong cell's coefficients, a dL/dc or an observation
-# dropped, a level's or an adjoint's box taken as inside the grid — and to its GPU team (include/tapeflow/stencil/device.cuh) — an interior box's copies
+# dropped, a level's or an adjoint's box taken as inside the grid, a row of tiles too many taken
+# for inner tiles (compiled as inside the grid) — and to its GPU team (include/tapeflow/stencil/device.cuh) — an interior box's copies
 # not waited for, missing a row carry, or taken for a box that reaches one row past the grid —
 # rebuilds the emulated GPU tests and runs them, and prints which tests each mutation fails. The
 # sources are restored afterwards.
@@ -27,7 +28,7 @@ cp "$team" "$backups/team"
 restore() { cp "$backups/pipeline" "$pipeline"; cp "$backups/program" "$program"; cp "$backups/team" "$team"; }
 trap 'restore; rm -rf "$backups"' EXIT
 
-# file | name | exact text to find | replacement (one occurrence each)
+# file | name | exact text to find | replacement (one occurrence each; neither may hold a '|')
 mutations=(
   "pipeline|register: no barrier before the store|      __syncthreads();  // every thread is done with the previous tile in shared memory|"
   "pipeline|register: no barrier after the store|      window_span const span = store();
@@ -42,8 +43,8 @@ mutations=(
   "pipeline|bulk: no barrier before the refill|      __syncthreads();  // every thread is done with the slot before the engine refills it|"
   "pipeline|every pipeline: the last tile dropped|    return block < tiles ? (tiles - block + grid - 1) / grid : 0;|    return block < tiles ? (tiles - block) / grid : 0;"
   "pipeline|every pipeline: tiles walked first-first|    return tiles - 1 - (block + k * grid);|    return block + k * grid;"
-  "program|stencil: no barrier between recomputed levels|      step_level(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i), first + static_cast<std::size_t>(i - 1));
-      team.sync();|      step_level(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i), first + static_cast<std::size_t>(i - 1));"
+  "program|stencil: no barrier between recomputed levels|                        first + static_cast<std::size_t>(i - 1));
+      team.sync();|                        first + static_cast<std::size_t>(i - 1));"
   "program|stencil: no barrier between adjoint levels|      team.sync();
       lb = b;|      lb = b;"
   "program|stencil: the checkpoint's halo one cell short|    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i)); };|    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i) - (i == 0 ? 1 : 0)); };"
@@ -51,8 +52,9 @@ mutations=(
   "program|stencil: scatter reads the tap's cell's coefficients|          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c, taps_inside);|          own_coefficients(b.x0 + x, b.y0 + y, b.z0 + z, c, taps_inside);"
   "program|stencil: a segment's first dL/dc dropped|      if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }|"
   "program|stencil: a segment's first state not observed|        observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);|        static_cast<void>(u);"
-  "program|stencil: a level's box taken as inside the grid|    bool const inside_all = within(nb);|    bool const inside_all = true;"
-  "program|stencil: an adjoint's taps taken as inside the grid|      bool const taps_inside = within(grown(b, dims, coefficient_reach()));|      bool const taps_inside = true;"
+  "program|stencil: a level's box taken as inside the grid|within(nb);  // then no cell|true;  // then no cell"
+  "program|stencil: an adjoint's taps taken as inside the grid|within(grown(b, dims, coefficient_reach()));  // and so|true;  // and so"
+  "program|stencil: inner tiles one row too many|    rect.row_last = static_cast<std::uint32_t>(last[row]);|    rect.row_last = static_cast<std::uint32_t>(last[row] + 1);"
   "program|stencil: a box one row past the grid copied|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) &&|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) + 1 &&"
   "team|stencil: a box's copies not waited for|    cuda::pipeline_consumer_wait_prior<0>(pipe);|"
   "team|stencil: a copy's row carry dropped|        offset += row_carry;|"
@@ -77,14 +79,23 @@ if text.count(find) != 1:
     sys.exit(f"mutation target found {text.count(find)} times: {find!r}")
 open(path, "w").write(text.replace(find, replace))
 PY
-  cmake --build "$build" --target tapeflow_emulated_gpu_tests >/dev/null
+  if ! cmake --build "$build" --target tapeflow_emulated_gpu_tests >/dev/null; then
+    printf '%-45s does not build\n' "$name"
+    status=1
+    continue
+  fi
   log=$(mktemp)
-  "$build/tests/tapeflow_emulated_gpu_tests" --gtest_brief=1 >"$log" 2>&1 || true
+  rc=0
+  "$build/tests/tapeflow_emulated_gpu_tests" --gtest_brief=1 >"$log" 2>&1 || rc=$?
   grep -E '^\[  FAILED  \] [A-Za-z]' "$log" | sed -E 's/^\[  FAILED  \] ([^ ,]+).*/\1/' | sort -u >"$log.names" || true
   failed=$(wc -l <"$log.names")
   names=$(head -3 "$log.names" | tr '\n' ' ')
+  if [ "$failed" -eq 0 ] && [ "$rc" -ne 0 ]; then
+    failed=all
+    names="(the test binary died, exit status $rc)"
+  fi
   printf '%-45s %3s failing: %s\n' "$name" "$failed" "$names"
-  [ "$failed" -gt 0 ] || status=1
+  [ "$failed" != 0 ] || status=1
   rm -f "$log" "$log.names"
 done
 restore

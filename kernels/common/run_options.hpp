@@ -64,6 +64,9 @@ struct stencil_options : run_options {
   /// GPU: segments may use the shared memory a block gets on opt-in, not only 48 KiB
   /// (stencil::segment_request::shared_opt_in).
   bool shared_opt_in{false};
+  /// Cells of a segment's tile along each axis (stencil::segment_request::tile); 0 x 0 x 0: the
+  /// planner's (on a GPU 1024, 32 x 32 or 8 x 8 x 8 cells, shrunk until the segment fits).
+  stencil::tile_extent segment_tile{0, 0, 0};
   /// Over ranks: their process grid (rows along the grid's last axis x columns along the one
   /// before it; docs/distributed.md); 0 x 0: the most square one (--ranks-grid).
   stencil::ranks_grid ranks_grid{};

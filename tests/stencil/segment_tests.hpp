@@ -11,6 +11,7 @@
 //   - the planner takes a segment that fits on chip and moves fewer bytes, and refuses what cannot.
 #pragma once
 
+#include "../emulated_settings.hpp"
 #include "../target.hpp"
 #include "reference.hpp"
 #include "slab_step.hpp"
@@ -367,23 +368,6 @@ TEST(StencilSegments, ADeviceRunnerRefusesACpuPlan)
 #endif
 
 #if defined(TAPEFLOW_EMULATED)
-/// Makes every kernel of the emulated device hold `registers` registers a thread while in scope.
-class emulated_registers {
- public:
-  explicit emulated_registers(int registers) : previous_(emu::current_settings())
-  {
-    emu::settings next = previous_;
-    next.kernel_registers = registers;
-    emu::configure(next);
-  }
-  ~emulated_registers() { emu::configure(previous_); }
-  emulated_registers(emulated_registers const&) = delete;
-  emulated_registers& operator=(emulated_registers const&) = delete;
-
- private:
-  emu::settings previous_;
-};
-
 // The plan counts a block's threads and shared memory, not its kernel's registers, which may let
 // fewer blocks stay on a multiprocessor: Allen–Cahn's segment reverse holds 70 registers a thread on
 // an H100, so 3 blocks of 256 threads fit an SM where the plan counts 8. A persistent grid larger
@@ -417,7 +401,7 @@ TEST(StencilSegments, APersistentGridIsNoLargerThanWhatTheDeviceHoldsAtOnce)
     std::vector<T> lambda0;
   };
   auto const run = [&](int registers) {
-    emulated_registers const played(registers);
+    emulated_settings const played([&](emu::settings& e) { e.kernel_registers = registers; });
     device_buffer u3(target, bytes, {});
     device_buffer lambda0(target, bytes, {});
     TAPEFLOW_CUDA_TRY(cudaDeviceSynchronize());
@@ -430,10 +414,12 @@ TEST(StencilSegments, APersistentGridIsNoLargerThanWhatTheDeviceHoldsAtOnce)
     lambda0.download(r.lambda0.data(), bytes, {});
     return r;
   };
+  // Each call launches two kernels: the inner tiles' (7 x 6 of the 9 x 8 tiles: those whose boxes,
+  // 3 cells wider in the forward and 5 in the reverse, lie inside the grid) and the others' (30).
   launched const planned = run(0);
-  EXPECT_EQ(planned.blocks, 2u * 32u) << "registers bound nothing: the plan's grid";
+  EXPECT_EQ(planned.blocks, 2u * (32u + 30u)) << "registers bound nothing: the plan's grid, or a block a tile";
   launched const held = run(70);
-  EXPECT_EQ(held.blocks, 2u * 12u) << "70 registers: 3 blocks of 256 threads on each of 4 multiprocessors";
+  EXPECT_EQ(held.blocks, 2u * (12u + 12u)) << "70 registers: 3 blocks of 256 threads on each of 4 multiprocessors";
   EXPECT_TRUE(same_bits(held.u3, planned.u3));
   EXPECT_TRUE(same_bits(held.lambda0, planned.lambda0));
   EXPECT_FALSE(same_bits(held.lambda0, std::vector<T>(g.cells(), T(0)))) << "the reverse wrote its adjoint";
@@ -454,6 +440,59 @@ device_limits gpu_limits(int multiprocessors, std::size_t shared_per_multiproces
   d.max_threads_per_block = 1024;
   d.max_threads_per_multiprocessor = 2048;
   return d;
+}
+
+/// inner_tiles(reach) holds exactly the tiles whose boxes, `reach` cells wider, lie inside the grid
+/// (the tiles the tile program compiled without wrap, ghost and fixed-edge code may run), and
+/// tile_range::count_in counts them in every range a call walks: all tiles, or over ranks the
+/// interior tiles and the boundary ones.
+template <class S>
+void check_inner_tiles(st::grid<typename S::value_type> const& g, st::tile_extent tile, bool block_split)
+{
+  st::tile_program<S> p{S{}, g, st::reach::of<S>(), tile};
+  for (bool split : {false, true}) {
+    if (split) {  // a rank's part of a larger grid: its interior and boundary tiles are two ranges
+      p.slab.offset = 5;
+      p.slab.global = static_cast<std::int64_t>(g.extent(S::dims - 1)) + 9;
+      if (block_split) {
+        p.slab.inner_offset = 3;
+        p.slab.inner_global = static_cast<std::int64_t>(g.extent(S::dims - 2)) + 7;
+      }
+    }
+    for (int reach = 0; reach <= 7; ++reach) {
+      SCOPED_TRACE("reach " + std::to_string(reach) + (split ? ", a rank's part" : ""));
+      st::tile_rect const inner = p.inner_tiles(reach);
+      std::size_t held = 0;
+      for (std::size_t n = 0; n < p.tiles(); ++n) {
+        bool const inside = p.within(st::grown(p.tile_box(n), S::dims, reach));
+        EXPECT_EQ(inner.holds(n), inside) << "tile " << n;
+        held += inside ? 1 : 0;
+      }
+      EXPECT_EQ(inner.size(), held);
+      std::vector<st::tile_range> ranges{p.all_tiles()};
+      if (split) { ranges = {p.interior_tiles(reach), p.boundary_tiles(reach)}; }
+      std::size_t counted = 0;
+      for (st::tile_range const& range : ranges) {
+        std::size_t in_range = 0;
+        for (std::size_t i = 0; i < range.size(); ++i) { in_range += inner.holds(range[i]) ? 1 : 0; }
+        EXPECT_EQ(range.count_in(inner), in_range);
+        counted += in_range;
+      }
+      EXPECT_EQ(counted, held);
+      if (split) { EXPECT_EQ(ranges[1].count_in(inner), 0u) << "an inner tile reads no ghost cell"; }
+    }
+  }
+}
+
+TEST(StencilSegments, InnerTilesAreThoseWhoseBoxesLieInsideTheGrid)
+{
+  // Partial last tiles along every axis; fixed and periodic grids; a slab and a block.
+  check_inner_tiles<burgers_1d<float>>(st::grid<float>{61}, {7, 1, 1}, false);
+  check_inner_tiles<allen_cahn_2d<float>>(st::grid<float>{29, 17}, {7, 5, 1}, false);
+  check_inner_tiles<allen_cahn_2d<float>>(st::grid<float>{29, 17}, {7, 5, 1}, true);
+  check_inner_tiles<advection_2d<float>>(st::grid<float>{19, 12, 1, st::boundary::fixed, -0.5f}, {4, 3, 1}, true);
+  check_inner_tiles<gray_scott_3d<float>>(st::grid<float>{13, 11, 9}, {3, 2, 2}, false);
+  check_inner_tiles<gray_scott_3d<float>>(st::grid<float>{13, 11, 9}, {3, 2, 2}, true);
 }
 
 TEST(StencilSegments, PlannerTakesTheLongestSegmentThatPaysAndFitsOnChip)

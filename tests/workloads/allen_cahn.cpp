@@ -5,6 +5,7 @@
 // also the CPU backend's gradient, partials on the tape, the mixed schedule, bulk copies and the
 // kernel's launch limits.
 #include "common.hpp"
+#include "../emulated_settings.hpp"
 
 #include <tapeflow/workloads/allen_cahn.hpp>
 #include <tapeflow/workloads/allen_cahn/stencil.hpp>
@@ -326,22 +327,13 @@ TEST_F(AllenCahn, BulkCopyPipelineGivesTheCpuGradient)
 /// Makes the emulated device report other code for every kernel while in scope: an older
 /// architecture (a binary built for sm_80 only, on this sm_90 device) or a lower thread limit (a
 /// kernel that needs many registers).
-class emulated_kernels {
- public:
-  emulated_kernels(int binary_version, int max_threads) : previous_(emu::current_settings())
-  {
-    emu::settings next = previous_;
-    next.kernel_binary_version = binary_version;
-    next.kernel_max_threads = max_threads;
-    emu::configure(next);
-  }
-  ~emulated_kernels() { emu::configure(previous_); }
-  emulated_kernels(emulated_kernels const&) = delete;
-  emulated_kernels& operator=(emulated_kernels const&) = delete;
-
- private:
-  emu::settings previous_;
-};
+testing::emulated_settings emulated_kernels(int binary_version, int max_threads)
+{
+  return testing::emulated_settings([&](emu::settings& s) {
+    s.kernel_binary_version = binary_version;
+    s.kernel_max_threads = max_threads;
+  });
+}
 #endif
 
 // A plan the reverse kernel cannot launch (more threads than its registers allow) is refused
@@ -351,7 +343,7 @@ class emulated_kernels {
 TEST_F(AllenCahn, ABlockLargerThanTheKernelAllowsIsATypedErrorNamingTheLimit)
 {
 #if defined(TAPEFLOW_EMULATED)
-  emulated_kernels const limited(90, 704);
+  testing::emulated_settings const limited = emulated_kernels(90, 704);
 #endif
   ac::problem const p{97, 4};
   std::vector<float> const u0 = testing::random_state<float>(p.n * p.n, testing::fresh_seed());
@@ -394,7 +386,7 @@ TEST_F(AllenCahn, BulkCopyIsNotGrantedWhereTheKernelIsOlderCode)
   o.pipeline.bulk_copy = true;
   ac::gradient_result<float> const cpu = ac::gradient(p, u0, on(backend::cpu));
   {
-    emulated_kernels const sm80(80, 0);
+    testing::emulated_settings const sm80 = emulated_kernels(80, 0);
     ac::gradient_result<float> const gpu = ac::gradient(p, u0, o);
     EXPECT_FALSE(gpu.chain.plan.bulk_copy) << gpu.chain.plan.describe();
     EXPECT_TRUE(gpu.chain.plan.async_copy) << gpu.chain.plan.describe();

@@ -66,11 +66,16 @@ std::size_t segment_layer(wv::problem const& p)
   return (2 * p.cells() + values_per_chunk<float> - 1) / values_per_chunk<float> * 16;
 }
 
-void expect_segments_give_the_chain_bits(wv::problem const& p, std::vector<int> const& ks)
+/// Segments of each of `ks` steps (on tiles of `tile` cells: 0, the planner's) against the one-step
+/// chain.
+void expect_segments_give_the_chain_bits(wv::problem const& p, std::vector<int> const& ks,
+                                         stencil::tile_extent tile = {0, 0, 0})
 {
   inputs const in = random_inputs(p);
+  wv::options one = one_step_store();
+  one.segment_tile = tile;
   testing::expect_segments_give_the_one_step_bits(
-    one_step_store(), ks, segment_layer(p), [&](wv::options const& o) { return wv::gradient(p, in.m, in.d, o); },
+    one, ks, segment_layer(p), [&](wv::options const& o) { return wv::gradient(p, in.m, in.d, o); },
     [&](wv::options const& o) { return *wv::segments_of<float>(p, o); });
   EXPECT_EQ(device_memory_usage(testing::target).current_bytes, 0u);
 }
@@ -80,6 +85,9 @@ TEST_F(Wave, TwoDimensionalSegmentsGiveTheOneStepBits)
   // The source at the centre, the receivers on row 1 and the misfit at every step: the wavelet
   // peaks at step 4 of 17, so every segment's steps carry source, signal and misfit.
   expect_segments_give_the_chain_bits(flat(23, 14, 17, 0.25), {2, 3, 5});
+  // On tiles small enough that some of them are inner tiles (their boxes inside the grid: run by the
+  // tile program compiled without the fixed edge's code) and the others not.
+  expect_segments_give_the_chain_bits(flat(23, 14, 17, 0.25), {2, 3}, {5, 4, 1});
 }
 
 TEST_F(Wave, ThreeDimensionalSegmentsGiveTheOneStepBits)
@@ -87,6 +95,10 @@ TEST_F(Wave, ThreeDimensionalSegmentsGiveTheOneStepBits)
   // Two fields in 3-D: a GPU's 48 KiB holds 3 steps (on tiles of one cell), the CPU more.
   expect_segments_give_the_chain_bits(wv::description::test_problem(),
                                       testing::on_gpu ? std::vector<int>{2, 3} : std::vector<int>{2, 4});
+  // Inner tiles among the others (as in 2-D).
+  wv::problem p = wv::description::test_problem();
+  p.ny = p.nz = 8;
+  expect_segments_give_the_chain_bits(p, {2}, {2, 1, 1});
 }
 
 TEST_F(Wave, OneRanksSlabGivesTheOneStepBits)

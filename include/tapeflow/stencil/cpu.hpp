@@ -40,12 +40,18 @@ class cpu_runner {
   [[nodiscard]] std::size_t state_size() const noexcept { return program_.state_size(); }
   [[nodiscard]] std::size_t parameter_size() const noexcept { return program_.parameter_size(); }
 
-  /// The interior tiles run while the ghost planes travel, the boundary tiles once they are here.
+  /// The interior tiles run while the ghost planes travel, the boundary tiles once they are here;
+  /// the inner tiles (tile_program::inner_tiles) through the tile program compiled for them.
   void advance(std::size_t first, int k, T const* in, T* out, stream_view s) const
   {
     program_.advancing(k, in, s).run([&](tile_program<S> const& program, tile_range tiles) {
+      tile_rect const inner = program.inner_tiles(program.advance_reach(k));
       each_tile(tiles, program.advance_scratch(k), [&](std::size_t t, T* scratch) {
-        program.advance(solo_team{}, program.tile_box(t), first, k, in, out, scratch);
+        if (inner.holds(t)) {
+          program.template advance<true>(solo_team{}, program.tile_box(t), first, k, in, out, scratch);
+        } else {
+          program.template advance<false>(solo_team{}, program.tile_box(t), first, k, in, out, scratch);
+        }
       });
     }, s);
     zero_tail(out);
@@ -55,8 +61,14 @@ class cpu_runner {
                stream_view s) const
   {
     program_.reversing(k, checkpoint, lambda_out, s).run([&](tile_program<S> const& program, tile_range tiles) {
+      tile_rect const inner = program.inner_tiles(program.reverse_reach(k));
       each_tile(tiles, program.reverse_scratch(k), [&](std::size_t t, T* scratch) {
-        program.reverse(solo_team{}, program.tile_box(t), first, k, checkpoint, lambda_out, lambda_in, dc, scratch);
+        box const b = program.tile_box(t);
+        if (inner.holds(t)) {
+          program.template reverse<true>(solo_team{}, b, first, k, checkpoint, lambda_out, lambda_in, dc, scratch);
+        } else {
+          program.template reverse<false>(solo_team{}, b, first, k, checkpoint, lambda_out, lambda_in, dc, scratch);
+        }
       });
     }, s);
     zero_tail(lambda_in);

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 namespace tapeflow::stencil {
@@ -163,20 +164,27 @@ struct block_team {
 
 namespace detail {
 
-template <class S>
-__global__ void advance_kernel(tile_program<S> program, tile_range tiles, std::size_t first, int k,
+// The segment kernels come in two: Inner = true for the tiles of `tiles` that `inner` holds (whose
+// every read lies inside the grid, compiled without the code that wraps, reads ghost cells or
+// decides fixed edges, and without the registers it holds), Inner = false for the others. Each
+// walks all of `tiles` and skips the other kind's.
+
+template <class S, bool Inner>
+__global__ void advance_kernel(tile_program<S> program, tile_range tiles, tile_rect inner, std::size_t first, int k,
                                typename S::value_type const* __restrict__ in, typename S::value_type* __restrict__ out)
 {
   using T = typename S::value_type;
   T* const scratch = device::dynamic_shared<T>();
   for (std::size_t i = blockIdx.x; i < tiles.size(); i += gridDim.x) {
-    program.advance(block_team{}, program.tile_box(tiles[i]), first, k, in, out, scratch);
+    std::size_t const t = tiles[i];
+    if (inner.holds(t) != Inner) { continue; }
+    program.template advance<Inner>(block_team{}, program.tile_box(t), first, k, in, out, scratch);
     __syncthreads();  // the next tile reuses the scratch
   }
 }
 
-template <class S>
-__global__ void reverse_kernel(tile_program<S> program, tile_range tiles, std::size_t first, int k,
+template <class S, bool Inner>
+__global__ void reverse_kernel(tile_program<S> program, tile_range tiles, tile_rect inner, std::size_t first, int k,
                                typename S::value_type const* __restrict__ checkpoint,
                                typename S::value_type const* __restrict__ lambda_out,
                                typename S::value_type* __restrict__ lambda_in, typename S::value_type* __restrict__ dc)
@@ -184,8 +192,10 @@ __global__ void reverse_kernel(tile_program<S> program, tile_range tiles, std::s
   using T = typename S::value_type;
   T* const scratch = device::dynamic_shared<T>();
   for (std::size_t i = blockIdx.x; i < tiles.size(); i += gridDim.x) {
-    program.reverse(block_team{}, program.tile_box(tiles[i]), first, k, checkpoint, lambda_out, lambda_in, dc,
-                    scratch);
+    std::size_t const t = tiles[i];
+    if (inner.holds(t) != Inner) { continue; }
+    program.template reverse<Inner>(block_team{}, program.tile_box(t), first, k, checkpoint, lambda_out, lambda_in,
+                                    dc, scratch);
     __syncthreads();
   }
 }
@@ -317,15 +327,19 @@ class device_runner {
   [[nodiscard]] std::size_t state_size() const noexcept { return program_.state_size(); }
   [[nodiscard]] std::size_t parameter_size() const noexcept { return program_.parameter_size(); }
 
-  /// The interior tiles' kernel runs while the ghost planes travel, the boundary tiles' once they
-  /// are on the device.
+  /// The interior tiles' kernels run while the ghost planes travel, the boundary tiles' once they
+  /// are on the device; the inner tiles (tile_program::inner_tiles) through the kernel compiled for
+  /// them, the others through the general one.
   void advance(std::size_t first, int k, T const* in, T* out, stream_view s) const
   {
     program_.advancing(k, in, s).run([&](tile_program<S> const& program, tile_range tiles) {
-      if (tiles.size() == 0) { return; }
+      tile_rect const inner = program.inner_tiles(program.advance_reach(k));
       std::size_t const smem = program.advance_scratch(k) * sizeof(T);
-      device::launch(detail::advance_kernel<S>, blocks_for(detail::advance_kernel<S>, tiles, smem), block_threads_,
-                     smem, s, program, tiles, first, k, in, out);
+      each_kind(tiles, inner, [&](auto kind, std::size_t count) {
+        auto const kernel = detail::advance_kernel<S, decltype(kind)::value>;
+        device::launch(kernel, blocks_for(kernel, count, smem), block_threads_, smem, s, program, tiles, inner, first,
+                       k, in, out);
+      });
     }, s);
     zero_tail(out, s);
   }
@@ -334,10 +348,13 @@ class device_runner {
                stream_view s) const
   {
     program_.reversing(k, checkpoint, lambda_out, s).run([&](tile_program<S> const& program, tile_range tiles) {
-      if (tiles.size() == 0) { return; }
+      tile_rect const inner = program.inner_tiles(program.reverse_reach(k));
       std::size_t const smem = program.reverse_scratch(k) * sizeof(T);
-      device::launch(detail::reverse_kernel<S>, blocks_for(detail::reverse_kernel<S>, tiles, smem), block_threads_,
-                     smem, s, program, tiles, first, k, checkpoint, lambda_out, lambda_in, dc);
+      each_kind(tiles, inner, [&](auto kind, std::size_t count) {
+        auto const kernel = detail::reverse_kernel<S, decltype(kind)::value>;
+        device::launch(kernel, blocks_for(kernel, count, smem), block_threads_, smem, s, program, tiles, inner, first,
+                       k, checkpoint, lambda_out, lambda_in, dc);
+      });
     }, s);
     zero_tail(lambda_in, s);
   }
@@ -348,14 +365,23 @@ class device_runner {
   }
 
  private:
-  /// Blocks of `kernel`'s launch over `tiles` with `smem` bytes of scratch: the plan's persistent
-  /// grid, fewer for fewer tiles, and no more than the device holds at once (the plan counts the
-  /// threads and the shared memory; the kernel's registers may let fewer blocks in).
-  template <class Kernel>
-  [[nodiscard]] int blocks_for(Kernel kernel, tile_range tiles, std::size_t smem) const
+  /// Calls launch(std::bool_constant<Inner>{}, count) for the `count` tiles of `tiles` that `inner`
+  /// holds (Inner = true) and for the others, each kind where it has tiles.
+  template <class Launch>
+  static void each_kind(tile_range tiles, tile_rect const& inner, Launch&& launch)
   {
-    int const wanted =
-      tiles.size() < static_cast<std::size_t>(grid_blocks_) ? static_cast<int>(tiles.size()) : grid_blocks_;
+    std::size_t const held = tiles.count_in(inner);
+    if (held > 0) { launch(std::true_type{}, held); }
+    if (held < tiles.size()) { launch(std::false_type{}, tiles.size() - held); }
+  }
+
+  /// Blocks of `kernel`'s launch over `tiles` tiles with `smem` bytes of scratch: the plan's
+  /// persistent grid, fewer for fewer tiles, and no more than the device holds at once (the plan
+  /// counts the threads and the shared memory; the kernel's registers may let fewer blocks in).
+  template <class Kernel>
+  [[nodiscard]] int blocks_for(Kernel kernel, std::size_t tiles, std::size_t smem) const
+  {
+    int const wanted = tiles < static_cast<std::size_t>(grid_blocks_) ? static_cast<int>(tiles) : grid_blocks_;
     return device::persistent_grid(kernel, wanted, block_threads_, smem);
   }
 

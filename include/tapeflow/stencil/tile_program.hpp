@@ -95,6 +95,35 @@ struct solo_team {
   TAPEFLOW_HOST_DEVICE void sync() const noexcept {}
 };
 
+/// A rectangle of tile positions in tile_range's numbering (below) — rows [row_first, row_last) along the
+/// outer cut axis, columns [col_first, col_last) along the inner, places [w_first, w_last) along the
+/// faster uncut axis (3-D) — of a grid of tiles `cols` columns and `width` places wide.
+struct tile_rect {
+  std::uint32_t cols{1};
+  std::uint32_t width{1};
+  std::uint32_t row_first{0};
+  std::uint32_t row_last{0};
+  std::uint32_t col_first{0};
+  std::uint32_t col_last{0};
+  std::uint32_t w_first{0};
+  std::uint32_t w_last{0};
+
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t size() const noexcept
+  {
+    return std::size_t{row_last - row_first} * (col_last - col_first) * (w_last - w_first);
+  }
+  /// Whether tile number `tile` lies in the rectangle (32-bit arithmetic, as tile_range's).
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr bool holds(std::size_t tile) const noexcept
+  {
+    auto const t = static_cast<std::uint32_t>(tile);
+    std::uint32_t const w = t % width;
+    std::uint32_t const position = t / width;
+    std::uint32_t const col = position % cols;
+    std::uint32_t const row = position / cols;
+    return row >= row_first && row < row_last && col >= col_first && col < col_last && w >= w_first && w < w_last;
+  }
+};
+
 /// The tiles a launch walks: those of a rectangle of tile positions, or every tile outside it.
 /// Tiles are numbered x fastest; a tile's number is (row * cols + col) * width + w, its row being
 /// its position along the outer cut axis, its column along the inner (tile_program::interior_tiles),
@@ -121,6 +150,19 @@ struct tile_range {
   [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t size() const noexcept
   {
     return outside ? rows * cols * width - rectangle() : rectangle();
+  }
+  /// Tiles of the range that `r` holds: `r` numbers the same grid of tiles, and where the range is
+  /// a rectangle's outside, that rectangle spans every place along the faster uncut axis.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t count_in(tile_rect const& r) const noexcept
+  {
+    auto const overlap = [](std::size_t a0, std::size_t a1, std::size_t b0, std::size_t b1) -> std::size_t {
+      std::size_t const lo = a0 > b0 ? a0 : b0;
+      std::size_t const hi = a1 < b1 ? a1 : b1;
+      return hi > lo ? hi - lo : 0;
+    };
+    std::size_t const shared = overlap(row_first, row_last, r.row_first, r.row_last) *
+                               overlap(col_first, col_last, r.col_first, r.col_last) * (r.w_last - r.w_first);
+    return outside ? r.size() - shared : shared;
   }
   /// The i-th tile number of the range, in 32-bit arithmetic: plan_segments keeps a grid's tiles
   /// below 2^32, and 64-bit divisions cost the kernels registers (docs/benchmarks.md).
@@ -288,10 +330,11 @@ struct tile_program {
 
   /// The site of step `step` at (x, y, z) of this grid, in the whole grid's coordinates (wrapped
   /// where periodic; a part's offsets along the cut axes), reading the coefficients `c`.
+  /// `inside`: the caller knows the cell is inside() this grid (nothing to wrap).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE site<T> site_of(std::size_t step, std::int64_t x, std::int64_t y, std::int64_t z,
-                                                     T const* c) const noexcept
+                                                     T const* c, bool inside = false) const noexcept
   {
-    bool const periodic = g.edge == boundary::periodic;
+    bool const periodic = !inside && g.edge == boundary::periodic;
     if (periodic) {
       if (!cut_axis(0)) { x = wrap(x, g.nx); }
       if (!cut_axis(1)) { y = wrap(y, g.ny); }
@@ -343,7 +386,7 @@ struct tile_program {
     if constexpr (takes_site_v<S>) {
       values<coefficient_count> c;
       own_coefficients(x, y, z, c, inside);
-      stencil.forward(u, out, site_of(step, x, y, z, c));
+      stencil.forward(u, out, site_of(step, x, y, z, c, inside));
     } else {
       static_cast<void>(step);
       static_cast<void>(x);
@@ -359,18 +402,19 @@ struct tile_program {
     if constexpr (observes_v<S>) {
       values<coefficient_count> c;
       own_coefficients(x, y, z, c, true);  // an observed cell is a tile's own, inside the grid
-      stencil.observe(u, site_of(step, x, y, z, c));
+      stencil.observe(u, site_of(step, x, y, z, c, true));
     }
   }
   /// Whether local cell (x, y, z) of box `b` is a cell of tile `t` inside the grid: one a tile
-  /// owns, whose results it writes.
+  /// owns, whose results it writes. `Inner`: `t` is an inner tile (inner_tiles), inside the grid.
+  template <bool Inner = false>
   [[nodiscard]] TAPEFLOW_HOST_DEVICE bool owns(box const& t, box const& b, int x, int y, int z) const noexcept
   {
     std::int64_t const gx = b.x0 + x;
     std::int64_t const gy = b.y0 + y;
     std::int64_t const gz = b.z0 + z;
     return gx >= t.x0 && gy >= t.y0 && gz >= t.z0 && gx < t.x0 + t.ex && gy < t.y0 + t.ey && gz < t.z0 + t.ez &&
-           inside(gx, gy, gz);
+           (Inner || inside(gx, gy, gz));
   }
 
   /// The tile whose first cell is tile number `index` of the grid's tiles (x fastest).
@@ -397,25 +441,11 @@ struct tile_program {
   [[nodiscard]] tile_range interior_tiles(int halo) const noexcept
   {
     if (!split()) { return all_tiles(); }
-    auto const positions = [&](int axis) {
-      auto const width = static_cast<std::size_t>(axis == 0 ? tile.x : axis == 1 ? tile.y : tile.z);
-      return (g.extent(axis) + width - 1) / width;
-    };
-    // The tile positions along `axis` whose boxes start at or past its first cell and end at or
-    // before its last: [first, last).
-    auto const within = [&](int axis, std::size_t& first, std::size_t& last) {
-      auto const width = static_cast<std::size_t>(axis == 0 ? tile.x : axis == 1 ? tile.y : tile.z);
-      std::size_t const along = g.extent(axis);
-      auto const h = static_cast<std::size_t>(halo);
-      first = (h + width - 1) / width;
-      last = along >= h ? (along - h) / width : 0;
-      if (first > last) { first = last; }
-    };
     tile_range range{positions(dims - 1), dims == 1 ? 1 : positions(dims - 2), dims == 3 ? positions(0) : 1, 0, 0, 0, 0,
                  false};
-    within(dims - 1, range.row_first, range.row_last);
+    positions_within(dims - 1, halo, range.row_first, range.row_last);
     if (block_split()) {
-      within(dims - 2, range.col_first, range.col_last);
+      positions_within(dims - 2, halo, range.col_first, range.col_last);
     } else {
       range.col_last = range.cols;
     }
@@ -428,6 +458,62 @@ struct tile_program {
     tile_range range = interior_tiles(halo);
     range.outside = !range.outside;
     return range;
+  }
+  /// The tiles whose boxes, `reach` cells wider than the tile, lie within this grid (this rank's
+  /// part) along every axis: their tile program has nothing to wrap, no ghost cell and no
+  /// fixed-edge value to decide, and runs compiled for that (advance<true>, reverse<true>), without
+  /// the code that decides them and the registers it holds. A subset of interior_tiles(reach).
+  [[nodiscard]] tile_rect inner_tiles(int reach) const noexcept
+  {
+    std::size_t first[3] = {0, 0, 0};
+    std::size_t last[3] = {1, 1, 1};
+    for (int axis = 0; axis < dims; ++axis) { positions_within(axis, reach, first[axis], last[axis]); }
+    int const row = dims - 1;  // the outer cut axis
+    int const col = dims - 2;  // the inner one (none in 1-D)
+    tile_rect rect;
+    rect.cols = static_cast<std::uint32_t>(dims == 1 ? 1 : positions(col));
+    rect.width = static_cast<std::uint32_t>(dims == 3 ? positions(0) : 1);
+    rect.row_first = static_cast<std::uint32_t>(first[row]);
+    rect.row_last = static_cast<std::uint32_t>(last[row]);
+    rect.col_first = static_cast<std::uint32_t>(dims == 1 ? 0 : first[col]);
+    rect.col_last = static_cast<std::uint32_t>(dims == 1 ? 1 : last[col]);
+    rect.w_first = static_cast<std::uint32_t>(dims == 3 ? first[0] : 0);
+    rect.w_last = static_cast<std::uint32_t>(dims == 3 ? last[0] : 1);
+    if (rect.size() == 0) { rect.row_first = rect.row_last = 0; }
+    return rect;
+  }
+  /// How far beyond its tile the forward of a `k`-step segment reads: the box of u_0 it loads.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE int advance_reach(int k) const noexcept
+  {
+    return segment_shape{k, r}.forward_halo(0);
+  }
+  /// How far beyond its tile the reverse of a `k`-step segment reads: the boxes of u_0 and λ_k it
+  /// loads, and around its λ levels' boxes the coefficients of the adjoint's taps (or, in the
+  /// scatter form, the cells whose reverse reaches a cell, which a fixed grid may not have).
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE int reverse_reach(int k) const noexcept
+  {
+    segment_shape const s{k, r};
+    int const boxes = s.state_halo(0) > s.lambda_halo(k) ? s.state_halo(0) : s.lambda_halo(k);
+    int const taps = s.lambda_halo(k - 1) + coefficient_reach();
+    return boxes > taps ? boxes : taps;
+  }
+
+  /// Tile positions along `axis`.
+  [[nodiscard]] std::size_t positions(int axis) const noexcept
+  {
+    auto const width = static_cast<std::size_t>(axis == 0 ? tile.x : axis == 1 ? tile.y : tile.z);
+    return (g.extent(axis) + width - 1) / width;
+  }
+  /// The tile positions along `axis` whose boxes, `halo` cells wider than the tile, start at or past
+  /// its first cell and end at or before its last: [first, last).
+  void positions_within(int axis, int halo, std::size_t& first, std::size_t& last) const noexcept
+  {
+    auto const width = static_cast<std::size_t>(axis == 0 ? tile.x : axis == 1 ? tile.y : tile.z);
+    std::size_t const along = g.extent(axis);
+    auto const h = static_cast<std::size_t>(halo);
+    first = (h + width - 1) / width;
+    last = along >= h ? (along - h) / width : 0;
+    if (first > last) { first = last; }
   }
 
   // ---- one level from the one before ---------------------------------------------------------------
@@ -466,14 +552,15 @@ struct tile_program {
 
   /// u_{i+1} on `next` from u_i on `prev` (rf cells wider), applying step `step`: cells outside a
   /// fixed grid hold the ghost. With `observed`, the cells of that tile are observed (observe_cell;
-  /// nothing is checked for a stencil without observe()).
-  template <class Team>
+  /// nothing is checked for a stencil without observe()). `Inner`: the level belongs to an inner
+  /// tile (inner_tiles), so `nb` lies inside the grid.
+  template <bool Inner, class Team>
   TAPEFLOW_HOST_DEVICE void step_level(Team const& team, T const* prev, box const& pb, T* next, box const& nb,
                                        std::size_t step, box const* observed = nullptr) const
   {
     shift const sh = by(r.forward);
     std::size_t const plane = nb.cells();
-    bool const inside_all = within(nb);  // then no cell is outside a fixed grid, none needs deciding
+    bool const inside_all = Inner || within(nb);  // then no cell is outside a fixed grid, none needs deciding
     team.template for_each<dims>(nb, [&](int x, int y, int z) {
       std::size_t const c = nb.at(x, y, z);
       if (!inside_all && g.edge == boundary::fixed && !in_domain(nb.x0 + x, nb.y0 + y, nb.z0 + z)) {
@@ -486,7 +573,7 @@ struct tile_program {
       forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z, inside_all);
       for (int f = 0; f < fields; ++f) { next[f * plane + c] = out[f]; }
       if constexpr (observes_v<S>) {
-        if (observed != nullptr && owns(*observed, nb, x, y, z)) {
+        if (observed != nullptr && owns<Inner>(*observed, nb, x, y, z)) {
           observe_cell(out, step + 1, nb.x0 + x, nb.y0 + y, nb.z0 + z);
         }
       }
@@ -494,12 +581,13 @@ struct tile_program {
   }
 
   /// Loads a state (`adjoint`: an adjoint, which is 0 outside a fixed grid) onto box `b`.
-  template <class Team>
+  /// `Inner`: `b` is an inner tile's (inner_tiles), inside the grid.
+  template <bool Inner, class Team>
   TAPEFLOW_HOST_DEVICE void load(Team const& team, T const* state, box const& b, T* level, bool adjoint) const
   {
     std::size_t const plane = b.cells();
     std::size_t const cells = g.cells();
-    if (within(b)) {  // an interior tile's box: rows of the state, copied with loads in flight
+    if (Inner || within(b)) {  // rows of the state, copied with loads in flight
       team.template copy_box<fields>(b, state + index_of(b.x0, b.y0, b.z0), cells, g.nx, g.nx * g.ny, level);
       return;
     }
@@ -531,8 +619,9 @@ struct tile_program {
   }
 
   /// Advances tile `t` by `k` steps, the first of them step `first`: `out` on the tile is `in`
-  /// after k steps. S observes (observe()) the tile's cells of each state but the last.
-  template <class Team>
+  /// after k steps. S observes (observe()) the tile's cells of each state but the last. `Inner`:
+  /// `t` is one of inner_tiles(advance_reach(k)).
+  template <bool Inner, class Team>
   TAPEFLOW_HOST_DEVICE void advance(Team const& team, box const& t, std::size_t first, int k, T const* in, T* out,
                                     T* scratch) const
   {
@@ -542,13 +631,13 @@ struct tile_program {
     // compiler keeps in local memory).
     T* prev = scratch;
     T* next = scratch + b.cells() * fields;
-    load(team, in, b, prev, false);
+    load<Inner>(team, in, b, prev, false);
     team.sync();
     if constexpr (observes_v<S>) {
       std::size_t const plane = b.cells();
       shift const sh = by(s.forward_halo(0));
       team.template for_each<dims>(t, [&](int x, int y, int z) {
-        if (!inside(t.x0 + x, t.y0 + y, t.z0 + z)) { return; }
+        if (!Inner && !inside(t.x0 + x, t.y0 + y, t.z0 + z)) { return; }
         T u[fields];
         for (int f = 0; f < fields; ++f) { u[f] = prev[f * plane + b.at(x + sh.x, y + sh.y, z + sh.z)]; }
         observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);
@@ -556,7 +645,7 @@ struct tile_program {
     }
     for (int i = 1; i < k; ++i) {
       box const nb = grown(t, dims, s.forward_halo(i));
-      step_level(team, prev, b, next, nb, first + static_cast<std::size_t>(i - 1), &t);
+      step_level<Inner>(team, prev, b, next, nb, first + static_cast<std::size_t>(i - 1), &t);
       team.sync();
       b = nb;
       T* const done = prev;
@@ -570,7 +659,7 @@ struct tile_program {
       std::int64_t const gx = t.x0 + x;
       std::int64_t const gy = t.y0 + y;
       std::int64_t const gz = t.z0 + z;
-      if (!inside(gx, gy, gz)) { return; }
+      if (!Inner && !inside(gx, gy, gz)) { return; }
       T u[forward_taps::size];
       T o[fields];
       gather_taps(prev, b, x, y, z, sh, u);
@@ -616,7 +705,7 @@ struct tile_program {
               coefficient_at(f, gx + tp::dx, gy + tp::dy, gz + tp::dz, taps_inside);
           }
         });
-        stencil.adjoint(u, gv, lambda, site_of(step, gx, gy, gz, c));
+        stencil.adjoint(u, gv, lambda, site_of(step, gx, gy, gz, c, taps_inside));
       } else {
         static_cast<void>(step);
         stencil.adjoint(u, gv, lambda);
@@ -639,7 +728,7 @@ struct tile_program {
         if constexpr (takes_site_v<S>) {
           values<coefficient_count> c;
           own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c, taps_inside);
-          stencil.reverse(u, gv, contributions, site_of(step, b.x0 + yx, b.y0 + yy, b.z0 + yz, c));
+          stencil.reverse(u, gv, contributions, site_of(step, b.x0 + yx, b.y0 + yy, b.z0 + yz, c, taps_inside));
         } else {
           stencil.reverse(u, gv, contributions);
         }
@@ -667,7 +756,7 @@ struct tile_program {
       std::size_t const plane = lb.cells();
       for (int f = 0; f < fields; ++f) { gv[f] = next[f * plane + lb.at(x + sl.x, y + sl.y, z + sl.z)]; }
       own_coefficients(gx, gy, gz, c, true);  // an owned cell: inside the grid
-      stencil.parameter_adjoint(u, gv, d, site_of(step, gx, gy, gz, c));
+      stencil.parameter_adjoint(u, gv, d, site_of(step, gx, gy, gz, c, true));
       std::size_t const at = index_of(gx, gy, gz);  // an owned cell: inside the grid
       for (int f = 0; f < coefficient_count; ++f) { dc[static_cast<std::size_t>(f) * g.cells() + at] += d[f]; }
     } else {
@@ -688,8 +777,8 @@ struct tile_program {
   /// tile `t`, its first step `first`: `lambda_in` on the tile is dL/du_0 given `lambda_out` =
   /// dL/du_k (the whole adjoint). With coefficients, each step's dL/dc of the tile's cells is added
   /// to `dc`, last step first. Scratch holds u_0 .. u_{k-1}, each on its box, then two levels of λ
-  /// on the widest λ box.
-  template <class Team>
+  /// on the widest λ box. `Inner`: `t` is one of inner_tiles(reverse_reach(k)).
+  template <bool Inner, class Team>
   TAPEFLOW_HOST_DEVICE void reverse(Team const& team, box const& t, std::size_t first, int k, T const* checkpoint,
                                     T const* lambda_out, T* lambda_in, T* dc, T* scratch) const
   {
@@ -707,11 +796,12 @@ struct tile_program {
     auto lambda_level = [&](int i) { return i % 2 == 0 ? lambda_even : lambda_odd; };
 
     box lb = grown(t, dims, s.lambda_halo(k));
-    load(team, checkpoint, u_box(0), u_level(0), false);
-    load(team, lambda_out, lb, lambda_level(k), true);
+    load<Inner>(team, checkpoint, u_box(0), u_level(0), false);
+    load<Inner>(team, lambda_out, lb, lambda_level(k), true);
     team.sync();
     for (int i = 1; i < k; ++i) {
-      step_level(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i), first + static_cast<std::size_t>(i - 1));
+      step_level<Inner>(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i),
+                        first + static_cast<std::size_t>(i - 1));
       team.sync();
     }
     for (int i = k - 1; i >= 1; --i) {
@@ -722,7 +812,7 @@ struct tile_program {
       T const* const next = lambda_level(i + 1);
       std::size_t const plane = b.cells();
       std::size_t const step = first + static_cast<std::size_t>(i);
-      bool const taps_inside = within(grown(b, dims, coefficient_reach()));  // and so every cell of b
+      bool const taps_inside = Inner || within(grown(b, dims, coefficient_reach()));  // and so every cell of b
       team.template for_each<dims>(b, [&](int x, int y, int z) {
         std::size_t const c = b.at(x, y, z);
         T lambda[fields];
@@ -732,7 +822,9 @@ struct tile_program {
         }
         adjoint_cell(u, ub, next, lb, b, x, y, z, step, lambda, taps_inside);
         for (int f = 0; f < fields; ++f) { out[f * plane + c] = lambda[f]; }
-        if (coefficient_count > 0 && owns(t, b, x, y, z)) { add_parameter_adjoint(u, ub, next, lb, b, x, y, z, step, dc); }
+        if (coefficient_count > 0 && owns<Inner>(t, b, x, y, z)) {
+          add_parameter_adjoint(u, ub, next, lb, b, x, y, z, step, dc);
+        }
       });
       team.sync();
       lb = b;
@@ -742,12 +834,12 @@ struct tile_program {
     box const ub = u_box(0);
     T const* const u = u_level(0);
     T const* const next = lambda_odd;
-    bool const taps_inside = within(grown(t, dims, coefficient_reach()));
+    bool const taps_inside = Inner || within(grown(t, dims, coefficient_reach()));
     team.template for_each<dims>(t, [&](int x, int y, int z) {
       std::int64_t const gx = t.x0 + x;
       std::int64_t const gy = t.y0 + y;
       std::int64_t const gz = t.z0 + z;
-      if (!inside(gx, gy, gz)) { return; }
+      if (!Inner && !inside(gx, gy, gz)) { return; }
       T lambda[fields];
       adjoint_cell(u, ub, next, lb, t, x, y, z, first, lambda, taps_inside);
       std::size_t const c = index_of(gx, gy, gz);

@@ -423,6 +423,18 @@ TEST(StencilSegments, APersistentGridIsNoLargerThanWhatTheDeviceHoldsAtOnce)
   EXPECT_TRUE(same_bits(held.u3, planned.u3));
   EXPECT_TRUE(same_bits(held.lambda0, planned.lambda0));
   EXPECT_FALSE(same_bits(held.lambda0, std::vector<T>(g.cells(), T(0)))) << "the reverse wrote its adjoint";
+  // A kernel that cannot hold one block of the plan's threads at all is a typed error naming it,
+  // before anything launches.
+  emulated_settings const narrow([](emu::settings& e) { e.kernel_max_threads = 128; });
+  device_buffer u3(target, bytes, {});
+  std::uint64_t const launches = emu::current_counters().launches;
+  try {
+    runner.advance(0, 3, u0.data_as<T>(), u3.data_as<T>(), {});
+    ADD_FAILURE() << "a block of 256 threads launched where the kernel runs 128";
+  } catch (logic_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot run a block of 256 threads"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(emu::current_counters().launches, launches);
 }
 #endif
 

@@ -145,8 +145,8 @@ inline void opt_in_shared(void const* kernel, std::size_t bytes)
 /// `smem_bytes` of dynamic shared memory — what its registers, its shared memory and its threads
 /// allow together (cudaOccupancyMaxActiveBlocksPerMultiprocessor) — times the device's
 /// multiprocessors: the most blocks of it resident at once. Opts the kernel in to `smem_bytes`
-/// first (opt_in_shared). Queried once per kernel, device and shape. Throws platform_error where
-/// the kernel cannot run one such block (the launch would fail).
+/// first (opt_in_shared). Queried once per kernel, device and shape. Throws logic_error where the
+/// kernel cannot run one such block (the launch would fail), platform_error where the query does.
 inline int resident_grid(void const* kernel, int threads, std::size_t smem_bytes)
 {
   opt_in_shared(kernel, smem_bytes);

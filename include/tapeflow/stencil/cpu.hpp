@@ -47,11 +47,10 @@ class cpu_runner {
     program_.advancing(k, in, s).run([&](tile_program<S> const& program, tile_range tiles) {
       tile_rect const inner = program.inner_tiles(program.advance_reach(k));
       each_tile(tiles, program.advance_scratch(k), [&](std::size_t t, T* scratch) {
-        if (inner.holds(t)) {
-          program.template advance<true>(solo_team{}, program.tile_box(t), first, k, in, out, scratch);
-        } else {
-          program.template advance<false>(solo_team{}, program.tile_box(t), first, k, in, out, scratch);
-        }
+        by_kind(inner.holds(t), [&](auto kind) {
+          program.template advance<decltype(kind)::value>(solo_team{}, program.tile_box(t), first, k, in, out,
+                                                         scratch);
+        });
       });
     }, s);
     zero_tail(out);
@@ -63,12 +62,10 @@ class cpu_runner {
     program_.reversing(k, checkpoint, lambda_out, s).run([&](tile_program<S> const& program, tile_range tiles) {
       tile_rect const inner = program.inner_tiles(program.reverse_reach(k));
       each_tile(tiles, program.reverse_scratch(k), [&](std::size_t t, T* scratch) {
-        box const b = program.tile_box(t);
-        if (inner.holds(t)) {
-          program.template reverse<true>(solo_team{}, b, first, k, checkpoint, lambda_out, lambda_in, dc, scratch);
-        } else {
-          program.template reverse<false>(solo_team{}, b, first, k, checkpoint, lambda_out, lambda_in, dc, scratch);
-        }
+        by_kind(inner.holds(t), [&](auto kind) {
+          program.template reverse<decltype(kind)::value>(solo_team{}, program.tile_box(t), first, k, checkpoint,
+                                                         lambda_out, lambda_in, dc, scratch);
+        });
       });
     }, s);
     zero_tail(lambda_in);

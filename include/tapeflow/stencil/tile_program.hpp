@@ -21,6 +21,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 namespace tapeflow::stencil {
 
@@ -123,6 +125,15 @@ struct tile_rect {
     return row >= row_first && row < row_last && col >= col_first && col < col_last && w >= w_first && w < w_last;
   }
 };
+
+/// f(std::bool_constant<Inner>{}) for Inner = `inner`: picks the tile program compiled for an inner
+/// tile (tile_program::inner_tiles) or the general one, where the choice is made per tile.
+template <class F>
+decltype(auto) by_kind(bool inner, F&& f)
+{
+  if (inner) { return std::forward<F>(f)(std::true_type{}); }
+  return std::forward<F>(f)(std::false_type{});
+}
 
 /// The tiles a launch walks: those of a rectangle of tile positions, or every tile outside it.
 /// Tiles are numbered x fastest; a tile's number is (row * cols + col) * width + w, its row being
@@ -407,7 +418,7 @@ struct tile_program {
   }
   /// Whether local cell (x, y, z) of box `b` is a cell of tile `t` inside the grid: one a tile
   /// owns, whose results it writes. `Inner`: `t` is an inner tile (inner_tiles), inside the grid.
-  template <bool Inner = false>
+  template <bool Inner>
   [[nodiscard]] TAPEFLOW_HOST_DEVICE bool owns(box const& t, box const& b, int x, int y, int z) const noexcept
   {
     std::int64_t const gx = b.x0 + x;
@@ -479,7 +490,6 @@ struct tile_program {
     rect.col_last = static_cast<std::uint32_t>(dims == 1 ? 1 : last[col]);
     rect.w_first = static_cast<std::uint32_t>(dims == 3 ? first[0] : 0);
     rect.w_last = static_cast<std::uint32_t>(dims == 3 ? last[0] : 1);
-    if (rect.size() == 0) { rect.row_first = rect.row_last = 0; }
     return rect;
   }
   /// How far beyond its tile the forward of a `k`-step segment reads: the box of u_0 it loads.

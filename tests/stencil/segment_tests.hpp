@@ -22,6 +22,7 @@
 #include <tapeflow/distributed/communicator.hpp>
 #include <tapeflow/stencil/segment.hpp>
 #include <tapeflow/stencil/slab.hpp>
+#include <tapeflow/stencil/sweep.hpp>
 
 #include <gtest/gtest.h>
 
@@ -32,6 +33,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tapeflow::testing {
@@ -505,6 +507,86 @@ TEST(StencilSegments, InnerTilesAreThoseWhoseBoxesLieInsideTheGrid)
   check_inner_tiles<advection_2d<float>>(st::grid<float>{19, 12, 1, st::boundary::fixed, -0.5f}, {4, 3, 1}, true);
   check_inner_tiles<gray_scott_3d<float>>(st::grid<float>{13, 11, 9}, {3, 2, 2}, false);
   check_inner_tiles<gray_scott_3d<float>>(st::grid<float>{13, 11, 9}, {3, 2, 2}, true);
+}
+
+/// A sweep's window (sweep.hpp) against the taps read directly: every run of every column of a box
+/// of random values (in 3-D, a box whose rows and planes are padded, as a state's are), each cell's
+/// taps in List's order.
+template <class List, int Dims>
+void check_window(int ex, int ey, int ez)
+{
+  int const halo = List::radius;
+  int const bx = ex + 2 * halo;
+  int const by = ey + 2 * halo;
+  int const bz = Dims == 3 ? ez + 2 * halo : 1;
+  int const fields = [] {
+    int f = 0;
+    st::for_each_tap<List>([&](auto t, auto) { f = decltype(t)::field + 1 > f ? decltype(t)::field + 1 : f; });
+    return f;
+  }();
+  st::strided<double const> level{nullptr, std::size_t(bx + 3) * std::size_t(by + 1) * std::size_t(bz), bx + 3,
+                                  std::ptrdiff_t(bx + 3) * (by + 1)};
+  std::vector<double> values(level.field * std::size_t(fields));
+  std::mt19937_64 rng(0x5eed);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  for (double& v : values) { v = uniform(rng); }
+  level.base = values.data();
+  int const along = Dims == 3 ? ez : ey;
+  for (int z = 0; z < (Dims == 3 ? 1 : ez); ++z) {
+    for (int y = 0; y < (Dims == 3 ? ey : 1); ++y) {
+      for (int x = 0; x < ex; ++x) {
+        for (int first = 0; first < along; ++first) {
+          int const cx = x + halo;
+          int const cy = Dims == 3 ? y + halo : first + halo;
+          int const cz = Dims == 3 ? first + halo : 0;
+          st::column_window<double, List, Dims> window(level, level.at(cx, cy, cz));
+          for (int s = first; s < along; ++s) {
+            double u[List::size];
+            window.next();
+            window.gather(u);
+            int const sy = Dims == 3 ? cy : cy + (s - first);
+            int const sz = Dims == 3 ? cz + (s - first) : 0;
+            st::for_each_tap<List>([&](auto t, auto i) {
+              using tp = decltype(t);
+              double const want = level.at(cx + tp::dx, sy + tp::dy, sz + tp::dz)[std::size_t(tp::field) * level.field];
+              ASSERT_EQ(u[decltype(i)::value], want) << "tap " << decltype(i)::value << " of the cell (" << cx << ", "
+                                                     << sy << ", " << sz << "), run from " << first;
+            });
+          }
+        }
+      }
+    }
+  }
+}
+
+/// LBM D2Q9's pulled taps (kernels/lbm/stencil.hpp): every field at each of the 9 cells around.
+template <int... N>
+st::taps<st::tap<N % 3 - 1, N / 3 % 3 - 1, 0, N / 9>...> pulled_taps(std::integer_sequence<int, N...>);
+using d2q9_pulled_taps = decltype(pulled_taps(std::make_integer_sequence<int, 81>{}));
+
+TEST(StencilSegments, AColumnSweepsWindowHoldsEachCellsTapsAndLoadsOneValueALine)
+{
+  // Allen–Cahn's five taps lie on three lines along y: the centre's (3 values) and one each beside it.
+  using ac = st::tap_lines<allen_cahn_2d<float>::forward_taps, 2>;
+  EXPECT_EQ(ac::lines.count, 3);
+  EXPECT_EQ(ac::lines.values, 5);
+  // Two fields on the same offsets are different lines; in 3-D the lines run along z.
+  using gs = st::tap_lines<gray_scott_3d<float>::forward_taps, 3>;
+  EXPECT_EQ(gs::lines.count, 10);
+  EXPECT_EQ(gs::lines.values, 14);
+  using lbm = st::tap_lines<d2q9_pulled_taps, 2>;
+  EXPECT_EQ(lbm::lines.count, 27);
+  EXPECT_EQ(lbm::lines.values, 81);
+  EXPECT_GT(lbm::lines.values, st::tile_program<allen_cahn_2d<float>>::max_window)
+    << "LBM's levels run cell by cell: a window of 81 values would spill";
+  EXPECT_TRUE(st::tile_program<allen_cahn_2d<float>>::forward_sweeps);
+  EXPECT_TRUE(st::tile_program<allen_cahn_2d<float>>::adjoint_sweeps);
+  EXPECT_FALSE(st::tile_program<burgers_1d<float>>::forward_sweeps) << "a 1-D level is the run a thread walks";
+
+  check_window<allen_cahn_2d<float>::forward_taps, 2>(5, 7, 1);
+  check_window<advection_2d<float>::forward_taps, 2>(4, 6, 1);
+  check_window<gray_scott_3d<float>::forward_taps, 3>(3, 4, 5);
+  check_window<d2q9_pulled_taps, 2>(3, 5, 1);
 }
 
 TEST(StencilSegments, PlannerTakesTheLongestSegmentThatPaysAndFitsOnChip)

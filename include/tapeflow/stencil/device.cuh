@@ -48,6 +48,41 @@ struct block_team {
 #endif
   }
 
+  /// Levels of inner tiles run as column sweeps (sweep.hpp, for_each_run).
+  static constexpr bool sweeps = true;
+
+  /// f(x, y, z, n) for runs of the cells of `b` along its last axis (y in 2-D, z in 3-D): cells
+  /// (x, y, z) .. n - 1 cells on, each cell in one run. A thread takes one run at a time: the runs
+  /// of a column are as many as the block's threads allow across the box's columns (at least one),
+  /// so that a warp's threads sweep neighbouring columns side by side (no bank conflicts).
+  template <int Dims, class F>
+  TAPEFLOW_HOST_DEVICE void for_each_run(box const& b, F&& f) const
+  {
+    static_assert(Dims == 2 || Dims == 3, "tapeflow::stencil: runs lie along the last of 2 or 3 axes");
+#if defined(TAPEFLOW_STENCIL_DEVICE_PASS)
+    int const along = Dims == 2 ? b.ey : b.ez;
+    int const columns = Dims == 2 ? b.ex : b.ex * b.ey;
+    auto const threads = static_cast<int>(blockDim.x);
+    int const per_column = threads > columns ? threads / columns : 1;
+    int const length = (along + per_column - 1) / per_column;
+    int const runs = columns * per_column;
+    for (int i = static_cast<int>(threadIdx.x); i < runs; i += threads) {
+      int const column = i % columns;
+      int const first = (i / columns) * length;
+      if (first >= along) { continue; }
+      int const n = along - first < length ? along - first : length;
+      if constexpr (Dims == 2) {
+        f(column, first, 0, n);
+      } else {
+        f(column % b.ex, column / b.ex, first, n);
+      }
+    }
+#else
+    static_cast<void>(b);
+    static_cast<void>(f);
+#endif
+  }
+
   /// dst[f * b.cells() + i] = src[f * field_stride + z * plane + y * row + x] for each cell
   /// i = (x, y, z) of `b` and field f < Fields: a box lying inside the source array, `dst` in
   /// shared memory. The copies land before it returns, each thread's own; the caller's sync() then

@@ -18,6 +18,7 @@
 #include <tapeflow/config.hpp>
 #include <tapeflow/stencil/ghosts.hpp>
 #include <tapeflow/stencil/stencil.hpp>
+#include <tapeflow/stencil/sweep.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -67,6 +68,10 @@ struct box {
 
 /// One CPU thread working a tile: cells in storage order, nothing to wait for.
 struct solo_team {
+  /// Levels run cell by cell in storage order, which the CPU's caches and vector units favour (a
+  /// team that sweeps columns has for_each_run: block_team).
+  static constexpr bool sweeps = false;
+
   template <int Dims, class F>
   TAPEFLOW_HOST_DEVICE void for_each(box const& b, F&& f) const
   {
@@ -96,6 +101,14 @@ struct solo_team {
   }
   TAPEFLOW_HOST_DEVICE void sync() const noexcept {}
 };
+
+/// Whether a Team runs an inner tile's levels as column sweeps: it declares `static constexpr bool
+/// sweeps = true` and has for_each_run<Dims>(box, f(x, y, z, n)) (block_team, sweep.hpp). A Team
+/// that declares nothing walks cells.
+template <class Team, class = void>
+struct sweeping_team : std::false_type {};
+template <class Team>
+struct sweeping_team<Team, std::enable_if_t<Team::sweeps>> : std::true_type {};
 
 /// A rectangle of tile positions in tile_range's numbering (below) — rows [row_first, row_last) along the
 /// outer cut axis, columns [col_first, col_last) along the inner, places [w_first, w_last) along the
@@ -560,6 +573,117 @@ struct tile_program {
     });
   }
 
+  // ---- column sweeps (sweep.hpp): the levels of an inner tile on a team that sweeps ----------------
+
+  /// The most values a sweep keeps in registers: past it (LBM's 81 forward taps lie on 27 lines of
+  /// 3), a level runs cell by cell.
+  static constexpr int max_window = 32;
+  template <class List>
+  [[nodiscard]] static constexpr int window_values() noexcept
+  {
+    if constexpr (dims >= 2) {
+      return tap_lines<List, dims>::lines.values;
+    } else {
+      return max_window + 1;  // 1-D: a run would be the row a thread already walks
+    }
+  }
+  [[nodiscard]] static constexpr bool adjoint_window_fits() noexcept
+  {
+    if constexpr (is_gather_v<S>) {
+      return window_values<forward_taps>() + window_values<typename S::adjoint_taps>() <= max_window;
+    } else {
+      return false;  // a scatter-form adjoint reads around every tap's cell: it runs cell by cell
+    }
+  }
+  /// Whether an inner tile's forward levels, and its adjoint levels, run as column sweeps.
+  static constexpr bool forward_sweeps = window_values<forward_taps>() <= max_window;
+  static constexpr bool adjoint_sweeps = adjoint_window_fits();
+
+  /// A level stored on box `b` at `level`.
+  template <class V>
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE static strided<V> level_of(V* level, box const& b) noexcept
+  {
+    return {level, b.cells(), b.ex, static_cast<std::ptrdiff_t>(b.ex) * b.ey};
+  }
+  /// The cells of `state` from the cell (x, y, z) of this grid on (inside it).
+  template <class V>
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE strided<V> state_from(V* state, std::int64_t x, std::int64_t y,
+                                                           std::int64_t z) const noexcept
+  {
+    return {state + index_of(x, y, z), g.cells(), static_cast<std::ptrdiff_t>(g.nx),
+            static_cast<std::ptrdiff_t>(g.nx * g.ny)};
+  }
+
+  /// step_level of an inner tile in column sweeps: u_{i+1} at the cells of `nb` into `out` (its
+  /// cell (0, 0, 0) being nb's first), from u_i on `prev` (rf cells wider than nb).
+  template <class Team>
+  TAPEFLOW_HOST_DEVICE void sweep_forward(Team const& team, T const* prev, box const& pb, box const& nb, strided<T> out,
+                                          std::size_t step, box const* observed) const
+  {
+    shift const sh = by(r.forward);
+    strided<T const> const in = level_of(prev, pb);
+    std::ptrdiff_t const out_step = out.along(dims);
+    team.template for_each_run<dims>(nb, [&](int x, int y, int z, int n) {
+      column_window<T, forward_taps, dims> window(in, in.at(x + sh.x, y + sh.y, z + sh.z));
+      T* o = out.at(x, y, z);
+      for (int s = 0; s < n; ++s, o += out_step) {
+        int const cy = dims == 2 ? y + s : y;
+        int const cz = dims == 3 ? z + s : z;
+        T u[forward_taps::size];
+        T v[fields];
+        window.next();
+        window.gather(u);
+        forward_cell(u, v, step, nb.x0 + x, nb.y0 + cy, nb.z0 + cz, true);
+        for (int f = 0; f < fields; ++f) { o[static_cast<std::size_t>(f) * out.field] = v[f]; }
+        if constexpr (observes_v<S>) {
+          if (observed != nullptr && owns<true>(*observed, nb, x, cy, cz)) {
+            observe_cell(v, step + 1, nb.x0 + x, nb.y0 + cy, nb.z0 + cz);
+          }
+        }
+      }
+    });
+  }
+
+  /// An adjoint level of an inner tile in column sweeps: λ_i at the cells of `b` into `out` (its
+  /// cell (0, 0, 0) being b's first) from u_i on `ub` and λ_{i+1} on `lb`, as adjoint_cell; with
+  /// coefficients, adds step `step`'s dL/dc of the cells of `b` that tile `owner` owns (null: of
+  /// every cell of `b`) to `dc`.
+  template <class Team>
+  TAPEFLOW_HOST_DEVICE void sweep_adjoint(Team const& team, T const* u_level, box const& ub, T const* next,
+                                          box const& lb, box const& b, strided<T> out, std::size_t step,
+                                          box const* owner, T* dc) const
+  {
+    using adjoint_taps = typename S::adjoint_taps;
+    shift const su = by(static_cast<int>(b.x0 - ub.x0));
+    shift const sl = by(static_cast<int>(b.x0 - lb.x0));
+    strided<T const> const u_in = level_of(u_level, ub);
+    strided<T const> const l_in = level_of(next, lb);
+    std::ptrdiff_t const out_step = out.along(dims);
+    team.template for_each_run<dims>(b, [&](int x, int y, int z, int n) {
+      column_window<T, forward_taps, dims> u_window(u_in, u_in.at(x + su.x, y + su.y, z + su.z));
+      column_window<T, adjoint_taps, dims> l_window(l_in, l_in.at(x + sl.x, y + sl.y, z + sl.z));
+      T* o = out.at(x, y, z);
+      for (int s = 0; s < n; ++s, o += out_step) {
+        int const cy = dims == 2 ? y + s : y;
+        int const cz = dims == 3 ? z + s : z;
+        T u[forward_taps::size];
+        T gv[adjoint_taps::size];
+        T lambda[fields];
+        u_window.next();
+        l_window.next();
+        u_window.gather(u);
+        l_window.gather(gv);
+        gather_adjoint(u, gv, lambda, step, b.x0 + x, b.y0 + cy, b.z0 + cz, true);
+        for (int f = 0; f < fields; ++f) { o[static_cast<std::size_t>(f) * out.field] = lambda[f]; }
+        if constexpr (coefficient_count > 0) {
+          if (owner == nullptr || owns<true>(*owner, b, x, cy, cz)) {
+            add_parameter_adjoint(u_level, ub, next, lb, b, x, cy, cz, step, dc);
+          }
+        }
+      }
+    });
+  }
+
   /// u_{i+1} on `next` from u_i on `prev` (rf cells wider), applying step `step`: cells outside a
   /// fixed grid hold the ghost. With `observed`, the cells of that tile are observed (observe_cell;
   /// nothing is checked for a stencil without observe()). `Inner`: the level belongs to an inner
@@ -567,6 +691,17 @@ struct tile_program {
   template <bool Inner, class Team>
   TAPEFLOW_HOST_DEVICE void step_level(Team const& team, T const* prev, box const& pb, T* next, box const& nb,
                                        std::size_t step, box const* observed = nullptr) const
+  {
+    if constexpr (Inner && sweeping_team<Team>::value && forward_sweeps) {
+      sweep_forward(team, prev, pb, nb, level_of(next, nb), step, observed);
+    } else {
+      step_cells<Inner>(team, prev, pb, next, nb, step, observed);
+    }
+  }
+  /// step_level cell by cell.
+  template <bool Inner, class Team>
+  TAPEFLOW_HOST_DEVICE void step_cells(Team const& team, T const* prev, box const& pb, T* next, box const& nb,
+                                       std::size_t step, box const* observed) const
   {
     shift const sh = by(r.forward);
     std::size_t const plane = nb.cells();
@@ -663,20 +798,25 @@ struct tile_program {
       next = done;
     }
     // The last step straight to the state, for the tile's cells inside the grid.
-    shift const sh = by(r.forward);
-    std::size_t const cells = g.cells();
-    team.template for_each<dims>(t, [&](int x, int y, int z) {
-      std::int64_t const gx = t.x0 + x;
-      std::int64_t const gy = t.y0 + y;
-      std::int64_t const gz = t.z0 + z;
-      if (!Inner && !inside(gx, gy, gz)) { return; }
-      T u[forward_taps::size];
-      T o[fields];
-      gather_taps(prev, b, x, y, z, sh, u);
-      forward_cell(u, o, first + static_cast<std::size_t>(k - 1), gx, gy, gz, true);
-      std::size_t const at = index_of(gx, gy, gz);
-      for (int f = 0; f < fields; ++f) { out[f * cells + at] = o[f]; }
-    });
+    if constexpr (Inner && sweeping_team<Team>::value && forward_sweeps) {
+      sweep_forward(team, prev, b, t, state_from(out, t.x0, t.y0, t.z0), first + static_cast<std::size_t>(k - 1),
+                    nullptr);
+    } else {
+      shift const sh = by(r.forward);
+      std::size_t const cells = g.cells();
+      team.template for_each<dims>(t, [&](int x, int y, int z) {
+        std::int64_t const gx = t.x0 + x;
+        std::int64_t const gy = t.y0 + y;
+        std::int64_t const gz = t.z0 + z;
+        if (!Inner && !inside(gx, gy, gz)) { return; }
+        T u[forward_taps::size];
+        T o[fields];
+        gather_taps(prev, b, x, y, z, sh, u);
+        forward_cell(u, o, first + static_cast<std::size_t>(k - 1), gx, gy, gz, true);
+        std::size_t const at = index_of(gx, gy, gz);
+        for (int f = 0; f < fields; ++f) { out[f * cells + at] = o[f]; }
+      });
+    }
   }
 
   // ---- the reverse of a segment --------------------------------------------------------------------
@@ -703,23 +843,7 @@ struct tile_program {
       T gv[adjoint_taps::size];
       gather_taps(u_level, ub, x, y, z, su, u);
       gather<adjoint_taps>(next, lb, lb.at(x + sl.x, y + sl.y, z + sl.z), gv);
-      if constexpr (takes_site_v<S>) {
-        std::int64_t const gx = b.x0 + x;
-        std::int64_t const gy = b.y0 + y;
-        std::int64_t const gz = b.z0 + z;
-        values<adjoint_taps::size * coefficient_count> c;  // each adjoint tap's cell's coefficients
-        for_each_tap<adjoint_taps>([&](auto t, auto i) {
-          using tp = decltype(t);
-          for (int f = 0; f < coefficient_count; ++f) {
-            c[decltype(i)::value * coefficient_count + f] =
-              coefficient_at(f, gx + tp::dx, gy + tp::dy, gz + tp::dz, taps_inside);
-          }
-        });
-        stencil.adjoint(u, gv, lambda, site_of(step, gx, gy, gz, c, taps_inside));
-      } else {
-        static_cast<void>(step);
-        stencil.adjoint(u, gv, lambda);
-      }
+      gather_adjoint(u, gv, lambda, step, b.x0 + x, b.y0 + y, b.z0 + z, taps_inside);
     } else {
       // λ(x) gathers, tap by tap in order, what reverse() at the cell x - offset gives that tap.
       for (int f = 0; f < fields; ++f) { lambda[f] = T(0); }
@@ -744,6 +868,32 @@ struct tile_program {
         }
         lambda[tp::field] += contributions[decltype(i)::value];
       });
+    }
+  }
+
+  /// λ_i of the cell (gx, gy, gz) of this grid by S's gather-form adjoint, from u_i at its forward
+  /// taps `u` and λ_{i+1} at its adjoint taps `gv` (`taps_inside`: as adjoint_cell's).
+  TAPEFLOW_HOST_DEVICE void gather_adjoint(T const* u, T const* gv, T* lambda, std::size_t step, std::int64_t gx,
+                                           std::int64_t gy, std::int64_t gz, bool taps_inside) const
+  {
+    using adjoint_taps = typename S::adjoint_taps;
+    if constexpr (takes_site_v<S>) {
+      values<adjoint_taps::size * coefficient_count> c;  // each adjoint tap's cell's coefficients
+      for_each_tap<adjoint_taps>([&](auto t, auto i) {
+        using tp = decltype(t);
+        for (int f = 0; f < coefficient_count; ++f) {
+          c[decltype(i)::value * coefficient_count + f] =
+            coefficient_at(f, gx + tp::dx, gy + tp::dy, gz + tp::dz, taps_inside);
+        }
+      });
+      stencil.adjoint(u, gv, lambda, site_of(step, gx, gy, gz, c, taps_inside));
+    } else {
+      static_cast<void>(step);
+      static_cast<void>(gx);
+      static_cast<void>(gy);
+      static_cast<void>(gz);
+      static_cast<void>(taps_inside);
+      stencil.adjoint(u, gv, lambda);
     }
   }
 
@@ -820,42 +970,50 @@ struct tile_program {
       T const* const u = u_level(i);
       T* const out = lambda_level(i);
       T const* const next = lambda_level(i + 1);
-      std::size_t const plane = b.cells();
       std::size_t const step = first + static_cast<std::size_t>(i);
-      bool const taps_inside = Inner || within(grown(b, dims, coefficient_reach()));  // and so every cell of b
-      team.template for_each<dims>(b, [&](int x, int y, int z) {
-        std::size_t const c = b.at(x, y, z);
-        T lambda[fields];
-        if (!taps_inside && g.edge == boundary::fixed && !in_domain(b.x0 + x, b.y0 + y, b.z0 + z)) {
-          for (int f = 0; f < fields; ++f) { out[f * plane + c] = T(0); }
-          return;
-        }
-        adjoint_cell(u, ub, next, lb, b, x, y, z, step, lambda, taps_inside);
-        for (int f = 0; f < fields; ++f) { out[f * plane + c] = lambda[f]; }
-        if (coefficient_count > 0 && owns<Inner>(t, b, x, y, z)) {
-          add_parameter_adjoint(u, ub, next, lb, b, x, y, z, step, dc);
-        }
-      });
+      if constexpr (Inner && sweeping_team<Team>::value && adjoint_sweeps) {
+        sweep_adjoint(team, u, ub, next, lb, b, level_of(out, b), step, &t, dc);
+      } else {
+        std::size_t const plane = b.cells();
+        bool const taps_inside = Inner || within(grown(b, dims, coefficient_reach()));  // and so every cell of b
+        team.template for_each<dims>(b, [&](int x, int y, int z) {
+          std::size_t const c = b.at(x, y, z);
+          T lambda[fields];
+          if (!taps_inside && g.edge == boundary::fixed && !in_domain(b.x0 + x, b.y0 + y, b.z0 + z)) {
+            for (int f = 0; f < fields; ++f) { out[f * plane + c] = T(0); }
+            return;
+          }
+          adjoint_cell(u, ub, next, lb, b, x, y, z, step, lambda, taps_inside);
+          for (int f = 0; f < fields; ++f) { out[f * plane + c] = lambda[f]; }
+          if (coefficient_count > 0 && owns<Inner>(t, b, x, y, z)) {
+            add_parameter_adjoint(u, ub, next, lb, b, x, y, z, step, dc);
+          }
+        });
+      }
       team.sync();
       lb = b;
     }
     // λ_0 straight to the adjoint, for the tile's cells inside the grid.
-    std::size_t const cells = g.cells();
     box const ub = u_box(0);
     T const* const u = u_level(0);
     T const* const next = lambda_odd;
-    bool const taps_inside = Inner || within(grown(t, dims, coefficient_reach()));
-    team.template for_each<dims>(t, [&](int x, int y, int z) {
-      std::int64_t const gx = t.x0 + x;
-      std::int64_t const gy = t.y0 + y;
-      std::int64_t const gz = t.z0 + z;
-      if (!Inner && !inside(gx, gy, gz)) { return; }
-      T lambda[fields];
-      adjoint_cell(u, ub, next, lb, t, x, y, z, first, lambda, taps_inside);
-      std::size_t const c = index_of(gx, gy, gz);
-      for (int f = 0; f < fields; ++f) { lambda_in[f * cells + c] = lambda[f]; }
-      if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }
-    });
+    if constexpr (Inner && sweeping_team<Team>::value && adjoint_sweeps) {
+      sweep_adjoint(team, u, ub, next, lb, t, state_from(lambda_in, t.x0, t.y0, t.z0), first, nullptr, dc);
+    } else {
+      std::size_t const cells = g.cells();
+      bool const taps_inside = Inner || within(grown(t, dims, coefficient_reach()));
+      team.template for_each<dims>(t, [&](int x, int y, int z) {
+        std::int64_t const gx = t.x0 + x;
+        std::int64_t const gy = t.y0 + y;
+        std::int64_t const gz = t.z0 + z;
+        if (!Inner && !inside(gx, gy, gz)) { return; }
+        T lambda[fields];
+        adjoint_cell(u, ub, next, lb, t, x, y, z, first, lambda, taps_inside);
+        std::size_t const c = index_of(gx, gy, gz);
+        for (int f = 0; f < fields; ++f) { lambda_in[f * cells + c] = lambda[f]; }
+        if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }
+      });
+    }
   }
 };
 

@@ -7,7 +7,8 @@
 # short, a step index off by one, the wrong cell's coefficients, a dL/dc or an observation
 # dropped, a level's or an adjoint's box taken as inside the grid, a row of tiles too many taken
 # for inner tiles (compiled as inside the grid) — and to its GPU team (include/tapeflow/stencil/device.cuh) — an interior box's copies
-# not waited for, missing a row carry, or taken for a box that reaches one row past the grid; a
+# not waited for, missing a row carry, copied 16 bytes at a time from a copy on, or taken for a
+# box that reaches one row past the grid; a
 # column's runs one cell short or overlapping — and to the column sweeps' windows
 # (include/tapeflow/stencil/sweep.hpp: preloaded or moved a cell off) —
 # rebuilds the emulated GPU tests and runs them, and prints which tests each mutation fails. The
@@ -67,6 +68,7 @@ mutations=(
   "program|stencil: a box one row past the grid copied|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) &&|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) + 1 &&"
   "team|stencil: a box's copies not waited for|    cuda::pipeline_consumer_wait_prior<0>(pipe);|"
   "team|stencil: a copy's row carry dropped|        offset += row_carry;|"
+  "team|stencil: a box's 16-byte copies read one copy on|                           src + static_cast<std::size_t>(f) * field_stride + Width * c.offset,|                           src + static_cast<std::size_t>(f) * field_stride + Width * c.offset + (Width > 1 ? Width : 0),"
   "team|sweep: a column's last run one cell short|      int const n = along - first < length ? along - first : length;|      int const n = along - first < length ? along - first - 1 : length;"
   "team|sweep: runs of a column overlap by a cell|      int const first = (i / columns) * length;|      int const first = (i / columns) * (length - 1);"
   "sweep|sweep: a window preloaded one cell on|        value_[base + k + 1] = first[across + (lo + k) * step_];|        value_[base + k + 1] = first[across + (lo + k + 1) * step_];"

@@ -63,14 +63,16 @@ gradient_of<T> segmented_gradient(S const& s, st::grid<T> const& g, std::size_t 
 }
 
 /// Every segment length and policy against one-step segments under store, and those against the
-/// reference.
+/// reference; on tiles of `tile` (test_tile's where 0).
 template <class S, class T = typename S::value_type>
 void check_every_length(S const& s, st::grid<T> const& g, std::size_t steps, std::vector<int> const& lengths,
-                        double lo, double hi)
+                        double lo, double hi, st::tile_extent tile = {0, 0, 0})
 {
+  st::segment_request request;
+  request.tile = tile;
   std::vector<T> const u0 = random_state<T>(g.cells() * S::fields, 20261124u + unsigned(g.cells()), lo, hi);
   gradient_of<T> const reference = reference_gradient(s, g, steps, u0);
-  gradient_of<T> const one = segmented_gradient(s, g, steps, 1, tape_policy::store, u0);
+  gradient_of<T> const one = segmented_gradient(s, g, steps, 1, tape_policy::store, u0, request);
   if (reference_bits_hold) {
     EXPECT_TRUE(same_bits(one.final_state, reference.final_state)) << "one-step segments' final state";
     EXPECT_TRUE(same_bits(one.gradient, reference.gradient))
@@ -83,7 +85,7 @@ void check_every_length(S const& s, st::grid<T> const& g, std::size_t steps, std
   for (tape_policy policy : {tape_policy::store, tape_policy::recompute, tape_policy::offload}) {
     for (int k : lengths) {
       SCOPED_TRACE("k = " + std::to_string(k) + ", policy " + std::string(to_string(policy)));
-      gradient_of<T> const r = segmented_gradient(s, g, steps, k, policy, u0);
+      gradient_of<T> const r = segmented_gradient(s, g, steps, k, policy, u0, request);
       EXPECT_TRUE(same_bits(r.final_state, one.final_state));
       EXPECT_TRUE(same_bits(r.gradient, one.gradient))
         << "off by " << relative_difference(r.gradient, one.gradient) << " from one-step segments";
@@ -140,6 +142,9 @@ TEST(StencilSegments, AllenCahnEveryLengthAndPolicyGivesTheBitsOfOneStepSegments
   if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   allen_cahn_2d<float> const s{{0.1f, 0.2f}};
   check_every_length(s, st::grid<float>{29, 17, 1}, 7, {2, 3, 4, 7}, -1.0, 1.0);
+  // Rows of 48 values on tiles 8 wide: at k = 4 the forward's boxes and λ_k's (halo 4) are copied
+  // 16 bytes at a time on a GPU, the checkpoint's (halo 7) a value at a time.
+  check_every_length(s, st::grid<float>{48, 20, 1}, 6, {4}, -1.0, 1.0, {8, 4, 1});
 }
 
 TEST(StencilSegments, AllenCahnOnAFixedGridAndBetweenWalls)
@@ -147,6 +152,8 @@ TEST(StencilSegments, AllenCahnOnAFixedGridAndBetweenWalls)
   if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
   allen_cahn_2d<double> const s{{0.1, 0.2}};
   check_every_length(s, st::grid<double>{13, 22, 1, st::boundary::fixed, 0.25}, 6, {2, 5}, -1.0, 1.0);
+  // Even rows, tiles and halos: boxes copied two doubles at a time on a GPU.
+  check_every_length(s, st::grid<double>{24, 12, 1, st::boundary::fixed, 0.25}, 5, {2}, -1.0, 1.0, {6, 4, 1});
 }
 
 TEST(StencilSegments, ScatterAdjointIn1dGivesTheBitsOfOneStepSegments)

@@ -210,12 +210,18 @@ TEST_F(Cli, AllenCahnSegmentsAreTheApiSegmentsAndThePlanShowsThem)
   // On the CPU a tile's share of the cache is the same with or without the GPU's opt-in.
   ASSERT_EQ(run("plan burgers --n 4000 --steps 9 --segment auto --shared-opt-in --backend cpu"), 0) << output_;
   EXPECT_NE(output_.find("stencil: segments of "), std::string::npos) << output_;
+  // A GPU's block size for a tile; the CPU runs a tile on one thread.
+  ASSERT_EQ(run("plan allen-cahn --n 40 --steps 9 --segment 4 --segment-threads 128 --backend cpu"), 0) << output_;
+  EXPECT_NE(output_.find("stencil: segments of 4 steps"), std::string::npos) << output_;
   for (auto const& [args, says] : std::vector<std::pair<std::string, std::string>>{
          {"plan allen-cahn --n 40 --steps 9 --segment 2 --tape partials", "--tape values"},
          {"plan allen-cahn --n 40 --steps 9 --segment 10", "longer than the 9 steps"},
          {"plan allen-cahn --n 40 --steps 9 --segment 17", "between 1 and 16"},
          {"plan allen-cahn --n 40 --steps 9 --shared-opt-in", "--segment K (K > 1) or --segment auto"},
          {"plan lbm --nx 8 --ny 8 --steps 9 --shared-opt-in", "--segment K (K > 1) or --segment auto"},
+         {"plan allen-cahn --n 40 --steps 9 --segment-threads 128", "--segment K (K > 1) or --segment auto"},
+         {"plan wave --nx 8 --ny 8 --steps 9 --segment 2 --segment-threads 100", "multiple of 32"},
+         {"plan burgers --n 64 --steps 9 --segment 2 --segment-threads 2048", "between 32 and 1024"},
        }) {
     EXPECT_EQ(run(args), 2) << args;
     EXPECT_NE(output_.find(says), std::string::npos) << args << "\n" << output_;

@@ -116,6 +116,14 @@ inline std::vector<bench_suite<description>> description::bench_suites()
        cases.back().options.content = tape_content::partials;
        // Segments (docs/stencils.md): every k-th state kept, each segment recomputed on chip.
        add_segment_cases(cases, p, store_options(), {0, 2, 4});
+       // k = 4 on blocks of 128 and 512 threads instead of 256: a swept level's fixed cost per
+       // thread against its cells (docs/benchmarks.md, "Stencil segments: column sweeps").
+       for (int threads : {128, 512}) {
+         cases.push_back({"tapeflow-segments-k4-t" + std::to_string(threads), p, store_options()});
+         cases.back().options.segment = 4;
+         cases.back().options.segment_threads = threads;
+         cases.back().runs_on = [](device_limits const& d) { return d.kind != backend::cpu; };
+       }
        return cases;
      }},
     {"launch_bound", 20, "Allen–Cahn 256² T500: small layers, store vs captured graph",

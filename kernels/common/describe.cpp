@@ -87,6 +87,9 @@ std::vector<cli::flag_spec> segment_flags()
           {"shared-opt-in", "",
            "GPU: a segment's tile may hold the shared memory a block gets on opt-in (227 KiB on an\n"
            "H100), not only 48 KiB: longer segments, fewer blocks resident (needs --segment K or auto)"},
+          {"segment-threads", "N",
+           "GPU: threads of a segment tile's block, a multiple of 32 from 32 to 1024 (default 256;\n"
+           "needs --segment K or auto; the CPU runs a tile on one thread)"},
           {"ranks-grid", "PYxPX",
            "under mpirun: the ranks as PY rows along the grid's last axis by PX columns along the one\n"
            "before it, PY * PX ranks (default: the most square grid; a 1-D grid: Px1; docs/distributed.md)"}};
@@ -132,13 +135,24 @@ void read_segment_options(cli::parsed_args const& args, stencil_options& o, int 
   if (o.shared_opt_in && o.segment == 1) {
     throw cli::usage_error("--shared-opt-in sizes a segment's tiles: give --segment K (K > 1) or --segment auto");
   }
+  if (args.has("segment-threads")) {
+    o.segment_threads = static_cast<int>(cli::count_of(args, "segment-threads", 32, 1024, 256));
+    if (o.segment_threads % 32 != 0) {
+      throw cli::usage_error("--segment-threads must be a multiple of 32 (whole warps), got " +
+                             std::to_string(o.segment_threads));
+    }
+    if (o.segment == 1) {
+      throw cli::usage_error("--segment-threads sizes a segment tile's block: give --segment K (K > 1) or --segment auto");
+    }
+  }
 }
 
 std::string segment_variant(stencil_options const& o)
 {
   std::string const optin = o.shared_opt_in ? "-optin" : "";
-  if (o.segment == 0) { return "segment-auto" + optin; }
-  return o.segment > 1 ? "segment" + std::to_string(o.segment) + optin : "";
+  std::string const threads = o.segment_threads != 0 ? "-t" + std::to_string(o.segment_threads) : "";
+  if (o.segment == 0) { return "segment-auto" + optin + threads; }
+  return o.segment > 1 ? "segment" + std::to_string(o.segment) + optin + threads : "";
 }
 
 std::optional<double> states_moved_per_step(tape_report const& r)

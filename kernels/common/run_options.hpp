@@ -67,6 +67,9 @@ struct stencil_options : run_options {
   /// Cells of a segment's tile along each axis (stencil::segment_request::tile); 0 x 0 x 0: the
   /// planner's (on a GPU 1024, 32 x 32 or 8 x 8 x 8 cells, shrunk until the segment fits).
   stencil::tile_extent segment_tile{0, 0, 0};
+  /// GPU: threads of a segment tile's block (stencil::segment_request::block_threads; a multiple of
+  /// 32); 0: the planner's (256). The CPU runs a tile on one thread whatever this says.
+  int segment_threads{0};
   /// Over ranks: their process grid (rows along the grid's last axis x columns along the one
   /// before it; docs/distributed.md); 0 x 0: the most square one (--ranks-grid).
   stencil::ranks_grid ranks_grid{};

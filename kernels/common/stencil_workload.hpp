@@ -40,6 +40,7 @@ template <class S>
   r.k = o.segment;
   r.shared_opt_in = o.shared_opt_in;
   r.tile = o.segment_tile;
+  r.block_threads = o.segment_threads;
   r.ranks = o.ranks_grid;
   device_limits const limits = query_device_limits(o.kind);
   if (o.ranks) { return tapeflow::stencil::plan_slab_segments<S>(whole, steps, limits, r, *o.ranks); }

@@ -944,30 +944,34 @@ struct tile_program {
   {
     segment_shape const s{k, r};
     auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i)); };
-    auto u_level = [&](int i) {
-      T* at = scratch;
-      for (int j = 0; j < i; ++j) { at += u_box(j).cells() * fields; }
-      return at;
-    };
+    // u_0 .. u_{k-1} lie one after another from the scratch's start; the loops below step from
+    // one level to the next (a level's start is not summed anew each level).
+    auto level_values = [&](int i) { return u_box(i).cells() * fields; };
+    T* u_top = scratch;  // u_{k-1}
+    for (int i = 0; i + 1 < k; ++i) { u_top += level_values(i); }
     // The two λ levels: λ_i in level i mod 2 (chosen by a select, not an array indexed at run
     // time, which a GPU compiler keeps in local memory).
-    T* const lambda_even = u_level(k);
+    T* const lambda_even = u_top + level_values(k - 1);
     T* const lambda_odd = lambda_even + box_cells(tile, dims, s.lambda_halo(k)) * fields;
     auto lambda_level = [&](int i) { return i % 2 == 0 ? lambda_even : lambda_odd; };
 
     box lb = grown(t, dims, s.lambda_halo(k));
-    load<Inner>(team, checkpoint, u_box(0), u_level(0), false);
+    load<Inner>(team, checkpoint, u_box(0), scratch, false);
     load<Inner>(team, lambda_out, lb, lambda_level(k), true);
     team.sync();
+    T* u_prev = scratch;  // u_{i-1}
     for (int i = 1; i < k; ++i) {
-      step_level<Inner>(team, u_level(i - 1), u_box(i - 1), u_level(i), u_box(i),
+      T* const u_next = u_prev + level_values(i - 1);
+      step_level<Inner>(team, u_prev, u_box(i - 1), u_next, u_box(i),
                         first + static_cast<std::size_t>(i - 1));
       team.sync();
+      u_prev = u_next;
     }
+    T const* u_i = u_top;  // u_i, from u_{k-1} down
     for (int i = k - 1; i >= 1; --i) {
       box const b = grown(t, dims, s.lambda_halo(i));
       box const ub = u_box(i);
-      T const* const u = u_level(i);
+      T const* const u = u_i;
       T* const out = lambda_level(i);
       T const* const next = lambda_level(i + 1);
       std::size_t const step = first + static_cast<std::size_t>(i);
@@ -992,10 +996,11 @@ struct tile_program {
       }
       team.sync();
       lb = b;
+      u_i -= level_values(i - 1);
     }
     // λ_0 straight to the adjoint, for the tile's cells inside the grid.
     box const ub = u_box(0);
-    T const* const u = u_level(0);
+    T const* const u = scratch;  // u_0
     T const* const next = lambda_odd;
     if constexpr (Inner && sweeping_team<Team>::value && adjoint_sweeps) {
       sweep_adjoint(team, u, ub, next, lb, t, state_from(lambda_in, t.x0, t.y0, t.z0), first, nullptr, dc);

@@ -614,6 +614,24 @@ struct tile_program {
             static_cast<std::ptrdiff_t>(g.nx * g.ny)};
   }
 
+  /// The cells of `b`, run by run (the team's for_each_run), into `out` (its cell (0, 0, 0) being
+  /// b's first): start(x, y, z) makes a run's state at its first cell, and that state's
+  /// (y, z, values) the `fields` values of each cell of the run in turn, (y, z) its coordinates.
+  template <class Team, class Start>
+  TAPEFLOW_HOST_DEVICE void sweep(Team const& team, box const& b, strided<T> out, Start&& start) const
+  {
+    std::ptrdiff_t const out_step = out.along(dims);
+    team.template for_each_run<dims>(b, [&](int x, int y, int z, int n) {
+      auto run = start(x, y, z);
+      T* o = out.at(x, y, z);
+      for (int s = 0; s < n; ++s, o += out_step) {
+        T v[fields];
+        run(dims == 2 ? y + s : y, dims == 3 ? z + s : z, v);
+        for (int f = 0; f < fields; ++f) { o[static_cast<std::size_t>(f) * out.field] = v[f]; }
+      }
+    });
+  }
+
   /// step_level of an inner tile in column sweeps: u_{i+1} at the cells of `nb` into `out` (its
   /// cell (0, 0, 0) being nb's first), from u_i on `prev` (rf cells wider than nb).
   template <class Team>
@@ -622,25 +640,19 @@ struct tile_program {
   {
     shift const sh = by(r.forward);
     strided<T const> const in = level_of(prev, pb);
-    std::ptrdiff_t const out_step = out.along(dims);
-    team.template for_each_run<dims>(nb, [&](int x, int y, int z, int n) {
+    sweep(team, nb, out, [&](int x, int y, int z) {
       column_window<T, forward_taps, dims> window(in, in.at(x + sh.x, y + sh.y, z + sh.z));
-      T* o = out.at(x, y, z);
-      for (int s = 0; s < n; ++s, o += out_step) {
-        int const cy = dims == 2 ? y + s : y;
-        int const cz = dims == 3 ? z + s : z;
+      return [&, x, window](int cy, int cz, T* v) mutable {
         T u[forward_taps::size];
-        T v[fields];
         window.next();
         window.gather(u);
         forward_cell(u, v, step, nb.x0 + x, nb.y0 + cy, nb.z0 + cz, true);
-        for (int f = 0; f < fields; ++f) { o[static_cast<std::size_t>(f) * out.field] = v[f]; }
         if constexpr (observes_v<S>) {
           if (observed != nullptr && owns<true>(*observed, nb, x, cy, cz)) {
             observe_cell(v, step + 1, nb.x0 + x, nb.y0 + cy, nb.z0 + cz);
           }
         }
-      }
+      };
     });
   }
 
@@ -658,29 +670,23 @@ struct tile_program {
     shift const sl = by(static_cast<int>(b.x0 - lb.x0));
     strided<T const> const u_in = level_of(u_level, ub);
     strided<T const> const l_in = level_of(next, lb);
-    std::ptrdiff_t const out_step = out.along(dims);
-    team.template for_each_run<dims>(b, [&](int x, int y, int z, int n) {
+    sweep(team, b, out, [&](int x, int y, int z) {
       column_window<T, forward_taps, dims> u_window(u_in, u_in.at(x + su.x, y + su.y, z + su.z));
       column_window<T, adjoint_taps, dims> l_window(l_in, l_in.at(x + sl.x, y + sl.y, z + sl.z));
-      T* o = out.at(x, y, z);
-      for (int s = 0; s < n; ++s, o += out_step) {
-        int const cy = dims == 2 ? y + s : y;
-        int const cz = dims == 3 ? z + s : z;
+      return [&, x, u_window, l_window](int cy, int cz, T* lambda) mutable {
         T u[forward_taps::size];
         T gv[adjoint_taps::size];
-        T lambda[fields];
         u_window.next();
         l_window.next();
         u_window.gather(u);
         l_window.gather(gv);
         gather_adjoint(u, gv, lambda, step, b.x0 + x, b.y0 + cy, b.z0 + cz, true);
-        for (int f = 0; f < fields; ++f) { o[static_cast<std::size_t>(f) * out.field] = lambda[f]; }
         if constexpr (coefficient_count > 0) {
           if (owner == nullptr || owns<true>(*owner, b, x, cy, cz)) {
             add_parameter_adjoint(u_level, ub, next, lb, b, x, cy, cz, step, dc);
           }
         }
-      }
+      };
     });
   }
 

@@ -104,7 +104,7 @@ struct block_team {
     constexpr std::size_t wide = 16 / sizeof(T);
     auto const at_16 = [](void const* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
     if (wide > 1 && at_16(src) && at_16(dst) && static_cast<std::size_t>(b.ex) % wide == 0 && row % wide == 0 &&
-        plane % wide == 0 && field_stride % wide == 0 && b.cells() % wide == 0) {
+        plane % wide == 0 && field_stride % wide == 0) {  // (whole rows: the box's fields are whole copies too)
       copy_async<Fields, wide>(b, src, field_stride, row, plane, dst, pipe);
     } else {
       copy_async<Fields, 1>(b, src, field_stride, row, plane, dst, pipe);

@@ -683,7 +683,7 @@ struct tile_program {
         gather_adjoint(u, gv, lambda, step, b.x0 + x, b.y0 + cy, b.z0 + cz, true);
         if constexpr (coefficient_count > 0) {
           if (owner == nullptr || owns<true>(*owner, b, x, cy, cz)) {
-            add_parameter_adjoint(u_level, ub, next, lb, b, x, cy, cz, step, dc);
+            add_parameter_adjoint(u, next, lb, b, x, cy, cz, step, dc);  // u: the window's, gathered
           }
         }
       };
@@ -909,16 +909,27 @@ struct tile_program {
                                                   box const& b, int x, int y, int z, std::size_t step, T* dc) const
   {
     if constexpr (coefficient_count > 0) {
-      shift const su = by(static_cast<int>(b.x0 - ub.x0));
+      T u[forward_taps::size];
+      gather_taps(u_level, ub, x, y, z, by(static_cast<int>(b.x0 - ub.x0)), u);
+      add_parameter_adjoint(u, next, lb, b, x, y, z, step, dc);
+    } else {
+      static_cast<void>(u_level);
+      static_cast<void>(ub);
+      add_parameter_adjoint(nullptr, next, lb, b, x, y, z, step, dc);
+    }
+  }
+  /// add_parameter_adjoint from u_i at the cell's forward taps `u`, gathered already (a sweep's).
+  TAPEFLOW_HOST_DEVICE void add_parameter_adjoint(T const* u, T const* next, box const& lb, box const& b, int x, int y,
+                                                  int z, std::size_t step, T* dc) const
+  {
+    if constexpr (coefficient_count > 0) {
       shift const sl = by(static_cast<int>(b.x0 - lb.x0));
       std::int64_t const gx = b.x0 + x;
       std::int64_t const gy = b.y0 + y;
       std::int64_t const gz = b.z0 + z;
-      T u[forward_taps::size];
       T gv[fields];
       T c[coefficient_count];
       T d[coefficient_count];
-      gather_taps(u_level, ub, x, y, z, su, u);
       std::size_t const plane = lb.cells();
       for (int f = 0; f < fields; ++f) { gv[f] = next[f * plane + lb.at(x + sl.x, y + sl.y, z + sl.z)]; }
       own_coefficients(gx, gy, gz, c, true);  // an owned cell: inside the grid
@@ -926,8 +937,7 @@ struct tile_program {
       std::size_t const at = index_of(gx, gy, gz);  // an owned cell: inside the grid
       for (int f = 0; f < coefficient_count; ++f) { dc[static_cast<std::size_t>(f) * g.cells() + at] += d[f]; }
     } else {
-      static_cast<void>(u_level);
-      static_cast<void>(ub);
+      static_cast<void>(u);
       static_cast<void>(next);
       static_cast<void>(lb);
       static_cast<void>(b);

@@ -27,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -466,11 +467,21 @@ device_limits gpu_limits(int multiprocessors, std::size_t shared_per_multiproces
 /// inner_tiles(reach) holds exactly the tiles whose boxes, `reach` cells wider, lie inside the grid
 /// (the tiles the tile program compiled without wrap, ghost and fixed-edge code may run), and
 /// tile_range::count_in counts them in every range a call walks: all tiles, or over ranks the
-/// interior tiles and the boundary ones.
+/// interior tiles and the boundary ones. A kernel's tile_walk over each range finds the same tiles,
+/// at the same places, as the range read with plain divisions.
 template <class S>
 void check_inner_tiles(st::grid<typename S::value_type> const& g, st::tile_extent tile, bool block_split)
 {
   st::tile_program<S> p{S{}, g, st::reach::of<S>(), tile};
+  // Tile n's origin, x fastest, worked out here.
+  std::size_t const tx = (g.nx + tile.x - 1) / tile.x;
+  std::size_t const ty = (g.ny + tile.y - 1) / tile.y;
+  auto const origin = [&](std::size_t n) {
+    return std::array<std::int64_t, 3>{static_cast<std::int64_t>((n % tx) * tile.x),
+                                       static_cast<std::int64_t>((n / tx % ty) * tile.y),
+                                       static_cast<std::int64_t>(n / (tx * ty) * tile.z)};
+  };
+  auto const origin_of = [](st::box const& b) { return std::array<std::int64_t, 3>{b.x0, b.y0, b.z0}; };
   for (bool split : {false, true}) {
     if (split) {  // a rank's part of a larger grid: its interior and boundary tiles are two ranges
       p.slab.offset = 5;
@@ -485,6 +496,7 @@ void check_inner_tiles(st::grid<typename S::value_type> const& g, st::tile_exten
       st::tile_rect const inner = p.inner_tiles(reach);
       std::size_t held = 0;
       for (std::size_t n = 0; n < p.tiles(); ++n) {
+        ASSERT_EQ(origin_of(p.tile_box(n)), origin(n)) << "tile " << n;
         bool const inside = p.within(st::grown(p.tile_box(n), S::dims, reach));
         EXPECT_EQ(inner.holds(n), inside) << "tile " << n;
         held += inside ? 1 : 0;
@@ -495,7 +507,14 @@ void check_inner_tiles(st::grid<typename S::value_type> const& g, st::tile_exten
       std::size_t counted = 0;
       for (st::tile_range const& range : ranges) {
         std::size_t in_range = 0;
-        for (std::size_t i = 0; i < range.size(); ++i) { in_range += inner.holds(range[i]) ? 1 : 0; }
+        st::tile_walk const walk(range, inner);
+        ASSERT_EQ(walk.size(), range.size());
+        for (std::size_t i = 0; i < range.size(); ++i) {
+          in_range += inner.holds(range[i]) ? 1 : 0;
+          st::tile_place const at = walk[i];
+          ASSERT_EQ(origin_of(p.tile_box(at)), origin(range[i])) << "tile " << i << " of the range";
+          ASSERT_EQ(walk.inner.holds(at), inner.holds(range[i])) << "tile " << i << " of the range";
+        }
         EXPECT_EQ(range.count_in(inner), in_range);
         counted += in_range;
       }

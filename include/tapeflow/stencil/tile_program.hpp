@@ -16,6 +16,7 @@
 #pragma once
 
 #include <tapeflow/config.hpp>
+#include <tapeflow/stencil/divide.hpp>
 #include <tapeflow/stencil/ghosts.hpp>
 #include <tapeflow/stencil/stencil.hpp>
 #include <tapeflow/stencil/sweep.hpp>
@@ -110,6 +111,38 @@ struct sweeping_team : std::false_type {};
 template <class Team>
 struct sweeping_team<Team, std::enable_if_t<Team::sweeps>> : std::true_type {};
 
+/// n / d, by a plain divisor or by one worked out beforehand (fast_divisor, divide.hpp).
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::uint32_t divided(std::uint32_t n, std::uint32_t d) noexcept
+{
+  return n / d;
+}
+[[nodiscard]] TAPEFLOW_HOST_DEVICE inline std::uint32_t divided(std::uint32_t n, fast_divisor const& d) noexcept
+{
+  return d.divide(n);
+}
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::uint32_t value_of(std::uint32_t d) noexcept { return d; }
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::uint32_t value_of(fast_divisor const& d) noexcept { return d.d; }
+
+/// A tile's place in the grid of tiles, in tile_range's numbering (below): along the outer cut
+/// axis (row: the last of the stencil's axes), the inner one (col: the one before it, 2-D and 3-D)
+/// and the faster uncut axis (w: x, in 3-D).
+struct tile_place {
+  std::uint32_t w{0};
+  std::uint32_t col{0};
+  std::uint32_t row{0};
+};
+/// The place of tile number `tile` = (row * cols + col) * width + w, in 32-bit arithmetic
+/// (plan_segments keeps a grid's tiles below 2^32); the divisors plain or worked out beforehand.
+template <class Divisor>
+[[nodiscard]] TAPEFLOW_HOST_DEVICE tile_place place_of(std::size_t tile, Divisor const& width,
+                                                       Divisor const& cols) noexcept
+{
+  auto const t = static_cast<std::uint32_t>(tile);
+  std::uint32_t const position = divided(t, width);
+  std::uint32_t const row = divided(position, cols);
+  return {t - position * value_of(width), position - row * value_of(cols), row};
+}
+
 /// A rectangle of tile positions in tile_range's numbering (below) — rows [row_first, row_last) along the
 /// outer cut axis, columns [col_first, col_last) along the inner, places [w_first, w_last) along the
 /// faster uncut axis (3-D) — of a grid of tiles `cols` columns and `width` places wide.
@@ -127,15 +160,16 @@ struct tile_rect {
   {
     return std::size_t{row_last - row_first} * (col_last - col_first) * (w_last - w_first);
   }
-  /// Whether tile number `tile` lies in the rectangle (32-bit arithmetic, as tile_range's).
-  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr bool holds(std::size_t tile) const noexcept
+  /// Whether the tile at `p` lies in the rectangle.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr bool holds(tile_place const& p) const noexcept
   {
-    auto const t = static_cast<std::uint32_t>(tile);
-    std::uint32_t const w = t % width;
-    std::uint32_t const position = t / width;
-    std::uint32_t const col = position % cols;
-    std::uint32_t const row = position / cols;
-    return row >= row_first && row < row_last && col >= col_first && col < col_last && w >= w_first && w < w_last;
+    return p.row >= row_first && p.row < row_last && p.col >= col_first && p.col < col_last && p.w >= w_first &&
+           p.w < w_last;
+  }
+  /// Whether tile number `tile` lies in the rectangle.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE bool holds(std::size_t tile) const noexcept
+  {
+    return holds(place_of(tile, width, cols));
   }
 };
 
@@ -188,25 +222,63 @@ struct tile_range {
                                overlap(col_first, col_last, r.col_first, r.col_last) * (r.w_last - r.w_first);
     return outside ? r.size() - shared : shared;
   }
+  /// A row's tiles in the rectangle, and beside it.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t span() const noexcept { return (col_last - col_first) * width; }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t kept() const noexcept { return cols * width - span(); }
   /// The i-th tile number of the range, in 32-bit arithmetic: plan_segments keeps a grid's tiles
   /// below 2^32, and 64-bit divisions cost the kernels registers (docs/benchmarks.md).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t operator[](std::size_t i) const noexcept
   {
+    auto const nonzero = [](std::size_t n) { return static_cast<std::uint32_t>(n > 0 ? n : 1); };
+    return at(i, nonzero(span()), nonzero(kept()));
+  }
+  /// operator[] by the divisors `span` and `kept` (span() and kept(), or 1 where they are 0),
+  /// plain or worked out beforehand (tile_walk).
+  template <class Divisor>
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t at(std::size_t i, Divisor const& span,
+                                                              Divisor const& kept) const noexcept
+  {
     using u32 = std::uint32_t;
     auto const j = static_cast<u32>(i);
-    auto const span = static_cast<u32>((col_last - col_first) * width);  // a row's tiles in the rectangle
-    auto const stride = static_cast<u32>(cols * width);                  // a row's tiles
+    auto const stride = static_cast<u32>(cols * width);  // a row's tiles
     auto const left = static_cast<u32>(col_first * width);
-    if (!outside) { return (static_cast<u32>(row_first) + j / span) * stride + left + j % span; }
+    if (!outside) {
+      u32 const row = divided(j, span);
+      return (static_cast<u32>(row_first) + row) * stride + left + (j - row * value_of(span));
+    }
     u32 const head = static_cast<u32>(row_first) * stride;  // the rows before the rectangle
     if (j < head) { return j; }
-    u32 const kept = stride - span;  // a row's tiles beside the rectangle
-    if (j - head < static_cast<u32>(row_last - row_first) * kept) {
-      u32 const row = static_cast<u32>(row_first) + (j - head) / kept;
-      u32 const c = (j - head) % kept;
-      return row * stride + (c < left ? c : c + span);
+    if (j - head < static_cast<u32>(row_last - row_first) * static_cast<u32>(this->kept())) {
+      u32 const row = divided(j - head, kept);
+      u32 const c = j - head - row * value_of(kept);
+      return (static_cast<u32>(row_first) + row) * stride + (c < left ? c : c + static_cast<u32>(this->span()));
     }
     return j + static_cast<u32>(rectangle());  // the rows after it
+  }
+};
+
+/// The tiles of one launch of a segment kernel — `tiles`, and which of them `inner` holds — walked
+/// on a GPU without dividing: the divisors of their numbering are worked out on the host
+/// (fast_divisor), once a launch. `inner` numbers the same grid of tiles as `tiles`.
+struct tile_walk {
+  tile_range tiles;
+  tile_rect inner;
+  fast_divisor span;   ///< tiles.span(), or 1
+  fast_divisor kept;   ///< tiles.kept(), or 1
+  fast_divisor width;  ///< inner.width
+  fast_divisor cols;   ///< inner.cols
+
+  tile_walk(tile_range range, tile_rect rect)
+    : tiles(range), inner(rect), span(range.span() > 0 ? range.span() : 1), kept(range.kept() > 0 ? range.kept() : 1),
+      width(rect.width), cols(rect.cols)
+  {
+  }
+
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t size() const noexcept { return tiles.size(); }
+  /// The place of the i-th tile of the range.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE tile_place operator[](std::size_t i) const noexcept
+  {
+    return place_of(tiles.at(i, span, kept), width, cols);
   }
 };
 
@@ -441,19 +513,26 @@ struct tile_program {
            (Inner || inside(gx, gy, gz));
   }
 
-  /// The tile whose first cell is tile number `index` of the grid's tiles (x fastest).
-  [[nodiscard]] TAPEFLOW_HOST_DEVICE box tile_box(std::size_t index) const noexcept
+  /// The tile at `p` (tile_range's numbering: x fastest).
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE box tile_box(tile_place const& p) const noexcept
   {
-    std::size_t const tx = (g.nx + tile.x - 1) / tile.x;
-    std::size_t const ty = (g.ny + tile.y - 1) / tile.y;
+    std::uint32_t const along[3] = {dims == 3 ? p.w : dims == 2 ? p.col : p.row, dims == 3 ? p.col : dims == 2 ? p.row : 0,
+                                    dims == 3 ? p.row : 0};
     box b;
-    b.x0 = static_cast<std::int64_t>(index % tx) * tile.x;
-    b.y0 = static_cast<std::int64_t>((index / tx) % ty) * tile.y;
-    b.z0 = static_cast<std::int64_t>(index / (tx * ty)) * tile.z;
+    b.x0 = static_cast<std::int64_t>(along[0]) * tile.x;
+    b.y0 = static_cast<std::int64_t>(along[1]) * tile.y;
+    b.z0 = static_cast<std::int64_t>(along[2]) * tile.z;
     b.ex = tile.x;
     b.ey = dims >= 2 ? tile.y : 1;
     b.ez = dims >= 3 ? tile.z : 1;
     return b;
+  }
+  /// The tile number `index` of the grid's tiles.
+  [[nodiscard]] box tile_box(std::size_t index) const noexcept
+  {
+    auto const width = static_cast<std::uint32_t>(dims == 3 ? positions(0) : 1);
+    auto const cols = static_cast<std::uint32_t>(dims == 1 ? 1 : positions(dims - 2));
+    return tile_box(place_of(index, width, cols));
   }
   /// Tiles covering the grid.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t tiles() const noexcept { return tiles_covering(g.nx, g.ny, g.nz, tile); }

@@ -152,7 +152,8 @@ template <class S>
   reach const r = reach::of<S>();
   auto scratch_on = [&](tile_extent on, int k) {
     segment_shape const s{k, r};
-    std::size_t const values = reverse_scratch_values(s, on, dims, S::fields);
+    box_pads const pad = copy_pads<T>(s, on);
+    std::size_t const values = reverse_scratch_values(s, on, dims, S::fields, pad);
     std::size_t const forward = forward_scratch_values(s, on, dims, S::fields);
     return (values > forward ? values : forward) * sizeof(T);
   };

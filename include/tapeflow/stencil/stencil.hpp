@@ -310,10 +310,12 @@ struct tile_extent {
   return ((nx + t.x - 1) / t.x) * ((ny + t.y - 1) / t.y) * ((nz + t.z - 1) / t.z);
 }
 
-/// Cells of a box of `t` grown by `halo` along each of the first `dims` axes.
-[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t box_cells(tile_extent t, int dims, int halo) noexcept
+/// Cells of a box of `t` grown by `halo` along each of the first `dims` axes (and by `pad` more
+/// cells along x).
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t box_cells(tile_extent t, int dims, int halo,
+                                                                   int pad = 0) noexcept
 {
-  std::size_t const bx = static_cast<std::size_t>(t.x + 2 * halo);
+  std::size_t const bx = static_cast<std::size_t>(t.x + 2 * halo + pad);
   std::size_t const by = dims >= 2 ? static_cast<std::size_t>(t.y + 2 * halo) : 1;
   std::size_t const bz = dims >= 3 ? static_cast<std::size_t>(t.z + 2 * halo) : 1;
   return bx * by * bz;
@@ -348,17 +350,43 @@ struct segment_shape {
   return ab > c ? ab : c;
 }
 
+/// Cells a box of values `bytes` bytes wide, the tile `t` grown by `halo`, may gain when it is
+/// loaded as whole 16-byte copies: widened along x to 16-byte boundaries on both sides
+/// (tile_program::loaded_box, on grids whose rows are whole copies). 0 where its copies cannot be
+/// 16 bytes wide: values that do not divide 16, or a tile width that is not a multiple of a copy,
+/// so that its tiles do not all start on a boundary. (Not the grid's: the ranks of a distributed
+/// run plan their parts alike.)
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr int copy_pad(std::size_t bytes, tile_extent t, int halo) noexcept
+{
+  if (bytes >= 16 || 16 % bytes != 0) { return 0; }
+  auto const wide = static_cast<int>(16 / bytes);
+  if (t.x % wide != 0) { return 0; }
+  return 2 * ((wide - halo % wide) % wide);  // as many on each side: the tile starts on a boundary
+}
+/// The cells the reverse's loaded boxes of a segment may gain (copy_pad): u_0's (the checkpoint's)
+/// and λ_k's. Zero: boxes loaded as they are.
+struct box_pads {
+  int state{0};
+  int lambda{0};
+};
 /// Values (of every field) a tile's reverse of a k-step segment holds at once: the k levels of u
-/// and two of λ. The forward holds two levels of u.
-[[nodiscard]] constexpr std::size_t reverse_scratch_values(segment_shape s, tile_extent t, int dims, int fields) noexcept
+/// and two of λ (u_0 and λ_k as loaded: `pad`). The forward holds two levels of u.
+[[nodiscard]] constexpr std::size_t reverse_scratch_values(segment_shape s, tile_extent t, int dims, int fields,
+                                                           box_pads pad = {}) noexcept
 {
   std::size_t v = 0;
-  for (int i = 0; i < s.k; ++i) { v += box_cells(t, dims, s.state_halo(i)); }
-  return (v + 2 * box_cells(t, dims, s.lambda_halo(s.k))) * static_cast<std::size_t>(fields);
+  for (int i = 0; i < s.k; ++i) { v += box_cells(t, dims, s.state_halo(i), i == 0 ? pad.state : 0); }
+  return (v + 2 * box_cells(t, dims, s.lambda_halo(s.k), pad.lambda)) * static_cast<std::size_t>(fields);
 }
 [[nodiscard]] constexpr std::size_t forward_scratch_values(segment_shape s, tile_extent t, int dims, int fields) noexcept
 {
   return 2 * box_cells(t, dims, s.forward_halo(0)) * static_cast<std::size_t>(fields);
+}
+/// The pads of a segment's loaded boxes of values of type T.
+template <class T>
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr box_pads copy_pads(segment_shape s, tile_extent t) noexcept
+{
+  return {copy_pad(sizeof(T), t, s.state_halo(0)), copy_pad(sizeof(T), t, s.lambda_halo(s.k))};
 }
 
 }  // namespace tapeflow::stencil

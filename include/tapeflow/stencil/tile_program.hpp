@@ -620,14 +620,42 @@ struct tile_program {
 
   // ---- one level from the one before ---------------------------------------------------------------
 
-  /// Local coordinates of a level's cell, shifted by `s` along the active axes (the level below
-  /// is s cells wider on each side).
+  /// Local coordinates of a level's cell, shifted by how far its box starts into the box of the
+  /// level below (which is wider on each side: by r.forward, and a loaded box by its copy pad).
   struct shift {
     int x, y, z;
   };
   [[nodiscard]] TAPEFLOW_HOST_DEVICE static constexpr shift by(int s) noexcept
   {
     return {s, dims >= 2 ? s : 0, dims >= 3 ? s : 0};
+  }
+  /// Where box `inner`'s first cell lies in box `outer`, along the active axes.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE static shift between(box const& outer, box const& inner) noexcept
+  {
+    return {static_cast<int>(inner.x0 - outer.x0), dims >= 2 ? static_cast<int>(inner.y0 - outer.y0) : 0,
+            dims >= 3 ? static_cast<int>(inner.z0 - outer.z0) : 0};
+  }
+
+  /// Box `b`, the tile grown by `halo`, as the tile program loads it: an inner tile's on a grid
+  /// whose rows are whole 16-byte copies widened along x to 16-byte boundaries (copy_pad), where
+  /// that stays inside the grid, so that the team copies it 16 bytes a copy (block_team::copy_box:
+  /// the reverse's checkpoint box at k = 4 is 46 floats wide from 7 before a boundary); as it is
+  /// otherwise. The scratch holds the widened box either way (advance_scratch, reverse_scratch).
+  template <bool Inner>
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE box loaded_box(box const& b, int halo) const noexcept
+  {
+    if constexpr (Inner) {
+      int const pad = copy_pad(sizeof(T), tile, halo);
+      if (pad > 0 && g.nx % (16 / sizeof(T)) == 0) {
+        box w = b;
+        w.x0 -= pad / 2;
+        w.ex += pad;
+        if (within(w)) { return w; }
+      }
+    } else {
+      static_cast<void>(halo);
+    }
+    return b;
   }
 
   /// The values at the forward taps around local cell (x, y, z) of `level` (stored on `b`), the
@@ -712,12 +740,14 @@ struct tile_program {
   }
 
   /// step_level of an inner tile in column sweeps: u_{i+1} at the cells of `nb` into `out` (its
-  /// cell (0, 0, 0) being nb's first), from u_i on `prev` (rf cells wider than nb).
+  /// cell (0, 0, 0) being nb's first), from u_i on `prev` (rf cells wider than nb, and `wider` more
+  /// before it along x).
   template <class Team>
   TAPEFLOW_HOST_DEVICE void sweep_forward(Team const& team, T const* prev, box const& pb, box const& nb, strided<T> out,
-                                          std::size_t step, box const* observed) const
+                                          std::size_t step, box const* observed, int wider = 0) const
   {
-    shift const sh = by(r.forward);
+    shift sh = by(r.forward);
+    sh.x += wider;
     strided<T const> const in = level_of(prev, pb);
     sweep(team, nb, out, [&](int x, int y, int z) {
       column_window<T, forward_taps, dims> window(in, in.at(x + sh.x, y + sh.y, z + sh.z));
@@ -745,8 +775,8 @@ struct tile_program {
                                           box const* owner, T* dc) const
   {
     using adjoint_taps = typename S::adjoint_taps;
-    shift const su = by(static_cast<int>(b.x0 - ub.x0));
-    shift const sl = by(static_cast<int>(b.x0 - lb.x0));
+    shift const su = between(ub, b);
+    shift const sl = between(lb, b);
     strided<T const> const u_in = level_of(u_level, ub);
     strided<T const> const l_in = level_of(next, lb);
     sweep(team, b, out, [&](int x, int y, int z) {
@@ -769,26 +799,30 @@ struct tile_program {
     });
   }
 
-  /// u_{i+1} on `next` from u_i on `prev` (rf cells wider), applying step `step`: cells outside a
-  /// fixed grid hold the ghost. With `observed`, the cells of that tile are observed (observe_cell;
-  /// nothing is checked for a stencil without observe()). `Inner`: the level belongs to an inner
-  /// tile (inner_tiles), so `nb` lies inside the grid.
+  /// u_{i+1} on `next` from u_i on `prev` (rf cells wider, and `wider` more cells before nb along
+  /// x: a loaded box's pad, loaded_box), applying step `step`: cells outside a fixed grid hold the
+  /// ghost. With `observed`, the cells of that tile are observed (observe_cell; nothing is checked
+  /// for a stencil without observe()). `Inner`: the level belongs to an inner tile (inner_tiles), so
+  /// `nb` lies inside the grid. (The shift is r.forward, a kernel parameter, plus `wider`, 0 where
+  /// the compiler sees it: worked out from the boxes instead, nvcc gave Allen–Cahn's inner advance
+  /// 55 registers, not 32.)
   template <bool Inner, class Team>
   TAPEFLOW_HOST_DEVICE void step_level(Team const& team, T const* prev, box const& pb, T* next, box const& nb,
-                                       std::size_t step, box const* observed = nullptr) const
+                                       std::size_t step, box const* observed = nullptr, int wider = 0) const
   {
     if constexpr (Inner && sweeping_team<Team>::value && forward_sweeps) {
-      sweep_forward(team, prev, pb, nb, level_of(next, nb), step, observed);
+      sweep_forward(team, prev, pb, nb, level_of(next, nb), step, observed, wider);
     } else {
-      step_cells<Inner>(team, prev, pb, next, nb, step, observed);
+      step_cells<Inner>(team, prev, pb, next, nb, step, observed, wider);
     }
   }
   /// step_level cell by cell.
   template <bool Inner, class Team>
   TAPEFLOW_HOST_DEVICE void step_cells(Team const& team, T const* prev, box const& pb, T* next, box const& nb,
-                                       std::size_t step, box const* observed) const
+                                       std::size_t step, box const* observed, int wider = 0) const
   {
-    shift const sh = by(r.forward);
+    shift sh = by(r.forward);
+    sh.x += wider;
     std::size_t const plane = nb.cells();
     bool const inside_all = Inner || within(nb);  // then no cell is outside a fixed grid, none needs deciding
     team.template for_each<dims>(nb, [&](int x, int y, int z) {
@@ -858,7 +892,9 @@ struct tile_program {
     segment_shape const s{k, r};
     box b = grown(t, dims, s.forward_halo(0));
     // The two levels, swapped after each step (named, not an array indexed at run time, which a GPU
-    // compiler keeps in local memory).
+    // compiler keeps in local memory). (u_0's box is loaded as it is: widened as the reverse's are,
+    // with shifts worked out from the boxes, nvcc gave Allen–Cahn's inner advance 48 registers, not
+    // 32.)
     T* prev = scratch;
     T* next = scratch + b.cells() * fields;
     load<Inner>(team, in, b, prev, false);
@@ -909,7 +945,8 @@ struct tile_program {
   /// Scratch values reverse() needs for segments of up to `k` steps.
   [[nodiscard]] std::size_t reverse_scratch(int k) const noexcept
   {
-    return reverse_scratch_values(segment_shape{k, r}, tile, dims, fields);
+    segment_shape const s{k, r};
+    return reverse_scratch_values(s, tile, dims, fields, copy_pads<T>(s, tile));
   }
 
   /// λ_i of the cell at (x, y, z) of box `b`, from u_i stored on box `ub` and λ_{i+1} on box `lb`
@@ -920,8 +957,8 @@ struct tile_program {
                                          int x, int y, int z, std::size_t step, T* lambda,
                                          bool taps_inside = false) const
   {
-    shift const su = by(static_cast<int>(b.x0 - ub.x0));  // u_i's box is this much wider
-    shift const sl = by(static_cast<int>(b.x0 - lb.x0));  // and λ_{i+1}'s this much
+    shift const su = between(ub, b);  // u_i's box is this much wider
+    shift const sl = between(lb, b);  // and λ_{i+1}'s this much
     if constexpr (is_gather_v<S>) {
       using adjoint_taps = typename S::adjoint_taps;
       T u[forward_taps::size];
@@ -989,7 +1026,7 @@ struct tile_program {
   {
     if constexpr (coefficient_count > 0) {
       T u[forward_taps::size];
-      gather_taps(u_level, ub, x, y, z, by(static_cast<int>(b.x0 - ub.x0)), u);
+      gather_taps(u_level, ub, x, y, z, between(ub, b), u);
       add_parameter_adjoint(u, next, lb, b, x, y, z, step, dc);
     } else {
       static_cast<void>(u_level);
@@ -1002,7 +1039,7 @@ struct tile_program {
                                                   int z, std::size_t step, T* dc) const
   {
     if constexpr (coefficient_count > 0) {
-      shift const sl = by(static_cast<int>(b.x0 - lb.x0));
+      shift const sl = between(lb, b);
       std::int64_t const gx = b.x0 + x;
       std::int64_t const gy = b.y0 + y;
       std::int64_t const gz = b.z0 + z;
@@ -1038,27 +1075,30 @@ struct tile_program {
                                     T const* lambda_out, T* lambda_in, T* dc, T* scratch) const
   {
     segment_shape const s{k, r};
-    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i)); };
-    // u_0 .. u_{k-1} lie one after another from the scratch's start; the loops below step from
-    // one level to the next (a level's start is not summed anew each level).
-    auto level_values = [&](int i) { return u_box(i).cells() * fields; };
+    box_pads const pad = copy_pads<T>(s, tile);
+    box const u0 = loaded_box<Inner>(grown(t, dims, s.state_halo(0)), s.state_halo(0));  // the checkpoint's box
+    auto u_box = [&](int i) { return i == 0 ? u0 : grown(t, dims, s.state_halo(i)); };
+    // u_0 .. u_{k-1} lie one after another from the scratch's start (u_0 as large as its loaded
+    // box); the loops below step from one level to the next (a level's start is not summed anew
+    // each level).
+    auto level_values = [&](int i) { return box_cells(tile, dims, s.state_halo(i), i == 0 ? pad.state : 0) * fields; };
     T* u_top = scratch;  // u_{k-1}
     for (int i = 0; i + 1 < k; ++i) { u_top += level_values(i); }
     // The two λ levels: λ_i in level i mod 2 (chosen by a select, not an array indexed at run
-    // time, which a GPU compiler keeps in local memory).
+    // time, which a GPU compiler keeps in local memory), each as large as λ_k's loaded box.
     T* const lambda_even = u_top + level_values(k - 1);
-    T* const lambda_odd = lambda_even + box_cells(tile, dims, s.lambda_halo(k)) * fields;
+    T* const lambda_odd = lambda_even + box_cells(tile, dims, s.lambda_halo(k), pad.lambda) * fields;
     auto lambda_level = [&](int i) { return i % 2 == 0 ? lambda_even : lambda_odd; };
 
-    box lb = grown(t, dims, s.lambda_halo(k));
-    load<Inner>(team, checkpoint, u_box(0), scratch, false);
+    box lb = loaded_box<Inner>(grown(t, dims, s.lambda_halo(k)), s.lambda_halo(k));
+    load<Inner>(team, checkpoint, u0, scratch, false);
     load<Inner>(team, lambda_out, lb, lambda_level(k), true);
     team.sync();
     T* u_prev = scratch;  // u_{i-1}
     for (int i = 1; i < k; ++i) {
       T* const u_next = u_prev + level_values(i - 1);
-      step_level<Inner>(team, u_prev, u_box(i - 1), u_next, u_box(i),
-                        first + static_cast<std::size_t>(i - 1));
+      step_level<Inner>(team, u_prev, u_box(i - 1), u_next, u_box(i), first + static_cast<std::size_t>(i - 1),
+                        nullptr, i == 1 ? static_cast<int>(grown(t, dims, s.state_halo(0)).x0 - u0.x0) : 0);
       team.sync();
       u_prev = u_next;
     }
@@ -1094,7 +1134,7 @@ struct tile_program {
       u_i -= level_values(i - 1);
     }
     // λ_0 straight to the adjoint, for the tile's cells inside the grid.
-    box const ub = u_box(0);
+    box const& ub = u0;
     T const* const u = scratch;  // u_0
     T const* const next = lambda_odd;
     if constexpr (Inner && sweeping_team<Team>::value && adjoint_sweeps) {

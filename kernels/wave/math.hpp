@@ -35,6 +35,7 @@ struct geometry {
   T dt;
   T inv_h2;           ///< 1 / h^2
   std::size_t source;  ///< flat index of the source cell
+  std::size_t source_x, source_y, source_z;  ///< its coordinates
   std::size_t receiver_y, receiver_z;  ///< the receivers: every x of row (receiver_y, receiver_z)
   T peak_frequency;   ///< of the Ricker wavelet
 
@@ -73,8 +74,9 @@ TAPEFLOW_HOST_DEVICE T ricker(std::size_t t, T dt, T f) noexcept
 /// The sum of nth(n) over the neighbours of the cell (x, y, z) that lie in the grid, n numbering
 /// them x-1, x+1, y-1, y+1, z-1, z+1 (the last two in 3-D only): the Laplacian's off-diagonal part,
 /// gathered, always in this order (the one-step chain and the stencil library's segments add the
-/// same terms in the same order).
-template <class T, class Nth>
+/// same terms in the same order). `Dims`: the grid's (g.dims()), where the caller knows it at
+/// compile time; 0: read from g.
+template <class T, int Dims = 0, class Nth>
 TAPEFLOW_HOST_DEVICE T neighbour_sum(Nth const& nth, geometry<T> const& g, std::size_t x, std::size_t y,
                                      std::size_t z) noexcept
 {
@@ -83,7 +85,7 @@ TAPEFLOW_HOST_DEVICE T neighbour_sum(Nth const& nth, geometry<T> const& g, std::
   if (x + 1 < g.nx) { sum += nth(1); }
   if (y > 0) { sum += nth(2); }
   if (y + 1 < g.ny) { sum += nth(3); }
-  if (g.nz > 1) {
+  if (Dims == 3 || (Dims == 0 && g.nz > 1)) {
     if (z > 0) { sum += nth(4); }
     if (z + 1 < g.nz) { sum += nth(5); }
   }
@@ -109,11 +111,12 @@ TAPEFLOW_HOST_DEVICE T neighbour_sum(At const& at, geometry<T> const& g, std::si
 }
 
 /// s_t at a cell from its u_t (`centre`) and the sum of its neighbours' (neighbour_sum): the
-/// Laplacian, and at the source cell the wavelet.
+/// Laplacian, and at the source cell the wavelet. `dims`: g.dims().
 template <class T>
-TAPEFLOW_HOST_DEVICE T source_value(T neighbours, T centre, geometry<T> const& g, bool at_source, std::size_t t) noexcept
+TAPEFLOW_HOST_DEVICE T source_value(T neighbours, T centre, geometry<T> const& g, bool at_source, std::size_t t,
+                                    int dims) noexcept
 {
-  T const lap = (neighbours - T(2 * g.dims()) * centre) * g.inv_h2;
+  T const lap = (neighbours - T(2 * dims) * centre) * g.inv_h2;
   return at_source ? lap + ricker(t, g.dt, g.peak_frequency) : lap;
 }
 
@@ -121,7 +124,8 @@ TAPEFLOW_HOST_DEVICE T source_value(T neighbours, T centre, geometry<T> const& g
 template <class T>
 TAPEFLOW_HOST_DEVICE T source_term(T const* u, geometry<T> const& g, std::size_t cell, std::size_t t) noexcept
 {
-  return source_value(neighbour_sum<T>([u](std::size_t i) { return u[i]; }, g, cell), u[cell], g, cell == g.source, t);
+  return source_value(neighbour_sum<T>([u](std::size_t i) { return u[i]; }, g, cell), u[cell], g, cell == g.source, t,
+                      g.dims());
 }
 
 /// u_{t+1} at a cell from u_{t-1}, u_t, its s_t and its m.
@@ -152,11 +156,12 @@ TAPEFLOW_HOST_DEVICE void advance_cell(T const* in, T* out, T* taped, T const* m
 
 /// dL/du_t at a cell from the adjoints a, b of the output's u_t and u_{t+1} at the cell, the sum
 /// of b / m over its neighbours (`neighbours`, neighbour_sum) and b / m at the cell (`own`), c of
-/// L_{t+1}, and the cell's misfit `residual` (u_t - d at a receiver, else 0).
+/// L_{t+1}, and the cell's misfit `residual` (u_t - d at a receiver, else 0). `dims`: g.dims().
 template <class T>
-TAPEFLOW_HOST_DEVICE T current_adjoint_value(T a, T b, T neighbours, T own, geometry<T> const& g, T c, T residual) noexcept
+TAPEFLOW_HOST_DEVICE T current_adjoint_value(T a, T b, T neighbours, T own, geometry<T> const& g, T c, T residual,
+                                             int dims) noexcept
 {
-  T const through_laplacian = (neighbours - T(2 * g.dims()) * own) * g.dt * g.dt * g.inv_h2;
+  T const through_laplacian = (neighbours - T(2 * dims) * own) * g.dt * g.dt * g.inv_h2;
   return a + T(2) * b + through_laplacian + c * residual;
 }
 
@@ -167,7 +172,7 @@ TAPEFLOW_HOST_DEVICE T current_adjoint(T const* a, T const* b, T const* m, geome
                                        T residual) noexcept
 {
   auto const w = [b, m](std::size_t i) { return b[i] / m[i]; };
-  return current_adjoint_value(a[cell], b[cell], neighbour_sum<T>(w, g, cell), w(cell), g, c, residual);
+  return current_adjoint_value(a[cell], b[cell], neighbour_sum<T>(w, g, cell), w(cell), g, c, residual, g.dims());
 }
 
 /// What the step adds to dL/dm at a cell.

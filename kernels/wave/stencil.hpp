@@ -75,10 +75,10 @@ struct stencil {
   TAPEFLOW_HOST_DEVICE void adjoint(T const* u, T const* gv, T* lambda, tapeflow::stencil::site<T> const& at) const
   {
     T const* const m = at.coefficients;
-    T const neighbours =
-      neighbour_sum<T>([&](int n) { return neighbour(gv, n) / neighbour(m, n); }, g, cell_x(at), cell_y(at), cell_z(at));
+    T const neighbours = neighbour_sum<T, Dims>([&](int n) { return neighbour(gv, n) / neighbour(m, n); }, g,
+                                                cell_x(at), cell_y(at), cell_z(at));
     lambda[0] = -gv[1];
-    lambda[1] = current_adjoint_value(gv[0], gv[1], neighbours, gv[1] / m[1], g, T(1), residual(u[1], at));
+    lambda[1] = current_adjoint_value(gv[0], gv[1], neighbours, gv[1] / m[1], g, T(1), residual(u[1], at), Dims);
   }
 
   /// This step's dL/dm of the cell: slowness_adjoint of its λ'(u_{t+1}) and its s_t.
@@ -116,12 +116,14 @@ struct stencil {
   {
     return cell_y(at) == g.receiver_y && cell_z(at) == g.receiver_z;
   }
-  /// s_t of the cell from u at the forward taps.
+  /// s_t of the cell from u at the forward taps. (The grid's dimensions are the stencil's: Dims is
+  /// chosen by nz, with_stencil.)
   [[nodiscard]] TAPEFLOW_HOST_DEVICE T source(T const* u, tapeflow::stencil::site<T> const& at) const noexcept
   {
-    T const neighbours = neighbour_sum<T>([u](int n) { return neighbour(u, n); }, g, cell_x(at), cell_y(at), cell_z(at));
-    std::size_t const cell = (cell_z(at) * g.ny + cell_y(at)) * g.nx + cell_x(at);
-    return source_value(neighbours, u[1], g, cell == g.source, at.step);
+    T const neighbours =
+      neighbour_sum<T, Dims>([u](int n) { return neighbour(u, n); }, g, cell_x(at), cell_y(at), cell_z(at));
+    bool const at_source = cell_x(at) == g.source_x && cell_y(at) == g.source_y && cell_z(at) == g.source_z;
+    return source_value(neighbours, u[1], g, at_source, at.step, Dims);
   }
   /// u_t - d at a receiver, else 0.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE T residual(T u, tapeflow::stencil::site<T> const& at) const noexcept

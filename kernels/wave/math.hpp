@@ -35,9 +35,9 @@ struct geometry {
   T dt;
   T inv_h2;           ///< 1 / h^2
   std::size_t source;  ///< flat index of the source cell
-  std::size_t source_x, source_y, source_z;  ///< its coordinates
   std::size_t receiver_y, receiver_z;  ///< the receivers: every x of row (receiver_y, receiver_z)
   T peak_frequency;   ///< of the Ricker wavelet
+  std::size_t source_x, source_y, source_z;  ///< the source cell's coordinates (its flat index: source)
 
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t cells() const noexcept { return nx * ny * nz; }
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t receivers() const noexcept { return nx; }

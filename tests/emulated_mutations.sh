@@ -9,7 +9,8 @@
 # for inner tiles (compiled as inside the grid) — and to its GPU team (include/tapeflow/stencil/device.cuh) — an interior box's copies
 # not waited for, missing a row carry, copied 16 bytes at a time from a copy on, or taken for a
 # box that reaches one row past the grid; a
-# column's runs one cell short or overlapping — and to the column sweeps' windows
+# column's runs one cell short or overlapping; a widened checkpoint box read unshifted; a tile walk's
+# divisors swapped — and to the column sweeps' windows
 # (include/tapeflow/stencil/sweep.hpp: preloaded or moved a cell off) —
 # rebuilds the emulated GPU tests and runs them, and prints which tests each mutation fails. The
 # sources are restored afterwards.
@@ -53,11 +54,12 @@ mutations=(
   "pipeline|bulk: no barrier before the refill|      __syncthreads();  // every thread is done with the slot before the engine refills it|"
   "pipeline|every pipeline: the last tile dropped|    return block < tiles ? (tiles - block + grid - 1) / grid : 0;|    return block < tiles ? (tiles - block) / grid : 0;"
   "pipeline|every pipeline: tiles walked first-first|    return tiles - 1 - (block + k * grid);|    return block + k * grid;"
-  "program|stencil: no barrier between recomputed levels|                        first + static_cast<std::size_t>(i - 1));
-      team.sync();|                        first + static_cast<std::size_t>(i - 1));"
+  "program|stencil: no barrier between recomputed levels|nullptr, i == 1 ? static_cast<int>(grown(t, dims, s.state_halo(0)).x0 - u0.x0) : 0);
+      team.sync();|nullptr, i == 1 ? static_cast<int>(grown(t, dims, s.state_halo(0)).x0 - u0.x0) : 0);"
   "program|stencil: no barrier between adjoint levels|      team.sync();
       lb = b;|      lb = b;"
-  "program|stencil: the checkpoint's halo one cell short|    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i)); };|    auto u_box = [&](int i) { return grown(t, dims, s.state_halo(i) - (i == 0 ? 1 : 0)); };"
+  "program|stencil: the checkpoint's halo one cell short|    box const u0 = loaded_box<Inner>(grown(t, dims, s.state_halo(0)), s.state_halo(0));|    box const u0 = grown(t, dims, s.state_halo(0) - 1);"
+  "program|stencil: a widened checkpoint read unshifted|nullptr, i == 1 ? static_cast<int>(grown(t, dims, s.state_halo(0)).x0 - u0.x0) : 0);|nullptr, 0);"
   "program|stencil: a forward step's index one off|first + static_cast<std::size_t>(i - 1), &t);|first + static_cast<std::size_t>(i), &t);"
   "program|stencil: scatter reads the tap's cell's coefficients|          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c, taps_inside);|          own_coefficients(b.x0 + x, b.y0 + y, b.z0 + z, c, taps_inside);"
   "program|stencil: a segment's first dL/dc dropped|      if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }|"
@@ -70,7 +72,8 @@ mutations=(
   "team|stencil: a copy's row carry dropped|        offset += row_carry;|"
   "team|stencil: a box's 16-byte copies read one copy on|                           src + static_cast<std::size_t>(f) * field_stride + Width * c.offset,|                           src + static_cast<std::size_t>(f) * field_stride + Width * c.offset + (Width > 1 ? Width : 0),"
   "team|sweep: a column's last run one cell short|      int const n = along - first < length ? along - first : length;|      int const n = along - first < length ? along - first - 1 : length;"
-  "team|sweep: runs of a column overlap by a cell|      int const first = (i / columns) * length;|      int const first = (i / columns) * (length - 1);"
+  "team|sweep: runs of a column overlap by a cell|      int const first = c.q * length;|      int const first = c.q * (length - 1);"
+  "program|tile walk: a tile's place from swapped divisors|      width(rect.width), cols(rect.cols)|      width(rect.cols), cols(rect.width)"
   "sweep|sweep: a window preloaded one cell on|        value_[base + k + 1] = first[across + (lo + k) * step_];|        value_[base + k + 1] = first[across + (lo + k + 1) * step_];"
   "sweep|sweep: a window moved on twice a cell|    at_ += step_;
   }|    at_ += 2 * step_;

@@ -54,12 +54,12 @@ mutations=(
   "pipeline|bulk: no barrier before the refill|      __syncthreads();  // every thread is done with the slot before the engine refills it|"
   "pipeline|every pipeline: the last tile dropped|    return block < tiles ? (tiles - block + grid - 1) / grid : 0;|    return block < tiles ? (tiles - block) / grid : 0;"
   "pipeline|every pipeline: tiles walked first-first|    return tiles - 1 - (block + k * grid);|    return block + k * grid;"
-  "program|stencil: no barrier between recomputed levels|nullptr, i == 1 ? static_cast<int>(grown(t, dims, s.state_halo(0)).x0 - u0.x0) : 0);
-      team.sync();|nullptr, i == 1 ? static_cast<int>(grown(t, dims, s.state_halo(0)).x0 - u0.x0) : 0);"
+  "program|stencil: no barrier between recomputed levels|nullptr, i == 1 ? u0_wider : 0);
+      team.sync();|nullptr, i == 1 ? u0_wider : 0);"
   "program|stencil: no barrier between adjoint levels|      team.sync();
       lb = b;|      lb = b;"
-  "program|stencil: the checkpoint's halo one cell short|    box const u0 = loaded_box<Inner>(grown(t, dims, s.state_halo(0)), s.state_halo(0));|    box const u0 = grown(t, dims, s.state_halo(0) - 1);"
-  "program|stencil: a widened checkpoint read unshifted|nullptr, i == 1 ? static_cast<int>(grown(t, dims, s.state_halo(0)).x0 - u0.x0) : 0);|nullptr, 0);"
+  "program|stencil: the checkpoint's halo one cell short|    box const u0 = loaded_box<Inner>(checkpoint_box, s.state_halo(0));  // as loaded|    box const u0 = grown(t, dims, s.state_halo(0) - 1);"
+  "program|stencil: a widened checkpoint read unshifted|nullptr, i == 1 ? u0_wider : 0);|nullptr, 0);"
   "program|stencil: a forward step's index one off|first + static_cast<std::size_t>(i - 1), &t);|first + static_cast<std::size_t>(i), &t);"
   "program|stencil: scatter reads the tap's cell's coefficients|          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c, taps_inside);|          own_coefficients(b.x0 + x, b.y0 + y, b.z0 + z, c, taps_inside);"
   "program|stencil: a segment's first dL/dc dropped|      if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }|"
@@ -73,7 +73,9 @@ mutations=(
   "team|stencil: a box's 16-byte copies read one copy on|                           src + static_cast<std::size_t>(f) * field_stride + Width * c.offset,|                           src + static_cast<std::size_t>(f) * field_stride + Width * c.offset + (Width > 1 ? Width : 0),"
   "team|sweep: a column's last run one cell short|      int const n = along - first < length ? along - first : length;|      int const n = along - first < length ? along - first - 1 : length;"
   "team|sweep: runs of a column overlap by a cell|      int const first = c.q * length;|      int const first = c.q * (length - 1);"
-  "program|tile walk: a tile's place from swapped divisors|      width(rect.width), cols(rect.cols)|      width(rect.cols), cols(rect.width)"
+  "program|tile walk: a tile's place from swapped divisors|span(range.span_divisor()), kept(range.kept_divisor()), width(rect.width),
+      cols(rect.cols)|span(range.span_divisor()), kept(range.kept_divisor()), width(rect.cols),
+      cols(rect.width)"
   "sweep|sweep: a window preloaded one cell on|        value_[base + k + 1] = first[across + (lo + k) * step_];|        value_[base + k + 1] = first[across + (lo + k + 1) * step_];"
   "sweep|sweep: a window moved on twice a cell|    at_ += step_;
   }|    at_ += 2 * step_;

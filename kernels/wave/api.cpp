@@ -42,7 +42,6 @@ geometry<T> geometry_of(problem const& p)
   g.source_x = p.nx / 2;
   g.source_y = p.ny / 2;
   g.source_z = p.nz / 2;
-  g.source = (g.source_z * p.ny + g.source_y) * p.nx + g.source_x;
   g.receiver_y = p.ny > 1 ? 1 : 0;
   g.receiver_z = p.nz / 2;
   g.peak_frequency = static_cast<T>(p.peak_frequency);

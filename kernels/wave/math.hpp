@@ -34,14 +34,18 @@ struct geometry {
   std::size_t nx, ny, nz;
   T dt;
   T inv_h2;           ///< 1 / h^2
-  std::size_t source;  ///< flat index of the source cell
   std::size_t receiver_y, receiver_z;  ///< the receivers: every x of row (receiver_y, receiver_z)
   T peak_frequency;   ///< of the Ricker wavelet
-  std::size_t source_x, source_y, source_z;  ///< the source cell's coordinates (its flat index: source)
+  std::size_t source_x, source_y, source_z;  ///< the source cell
 
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t cells() const noexcept { return nx * ny * nz; }
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t receivers() const noexcept { return nx; }
   [[nodiscard]] TAPEFLOW_HOST_DEVICE int dims() const noexcept { return nz > 1 ? 3 : 2; }
+  /// The flat index of the source cell.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t source_cell() const noexcept
+  {
+    return (source_z * ny + source_y) * nx + source_x;
+  }
   /// The flat index of receiver r.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t receiver_cell(std::size_t r) const noexcept
   {
@@ -124,7 +128,7 @@ TAPEFLOW_HOST_DEVICE T source_value(T neighbours, T centre, geometry<T> const& g
 template <class T>
 TAPEFLOW_HOST_DEVICE T source_term(T const* u, geometry<T> const& g, std::size_t cell, std::size_t t) noexcept
 {
-  return source_value(neighbour_sum<T>([u](std::size_t i) { return u[i]; }, g, cell), u[cell], g, cell == g.source, t,
+  return source_value(neighbour_sum<T>([u](std::size_t i) { return u[i]; }, g, cell), u[cell], g, cell == g.source_cell(), t,
                       g.dims());
 }
 

@@ -49,6 +49,19 @@ struct fast_divisor {
   }
 };
 
+/// n / d, by a plain divisor or by a fast_divisor (code written once for both: tile_range::at).
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::uint32_t divided(std::uint32_t n, std::uint32_t d) noexcept
+{
+  return n / d;
+}
+[[nodiscard]] TAPEFLOW_HOST_DEVICE inline std::uint32_t divided(std::uint32_t n, fast_divisor const& d) noexcept
+{
+  return d.divide(n);
+}
+/// The divisor itself, plain or a fast_divisor's.
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::uint32_t value_of(std::uint32_t d) noexcept { return d; }
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::uint32_t value_of(fast_divisor const& d) noexcept { return d.d; }
+
 /// A quotient and its remainder.
 struct quotient {
   int q;

@@ -111,18 +111,6 @@ struct sweeping_team : std::false_type {};
 template <class Team>
 struct sweeping_team<Team, std::enable_if_t<Team::sweeps>> : std::true_type {};
 
-/// n / d, by a plain divisor or by one worked out beforehand (fast_divisor, divide.hpp).
-[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::uint32_t divided(std::uint32_t n, std::uint32_t d) noexcept
-{
-  return n / d;
-}
-[[nodiscard]] TAPEFLOW_HOST_DEVICE inline std::uint32_t divided(std::uint32_t n, fast_divisor const& d) noexcept
-{
-  return d.divide(n);
-}
-[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::uint32_t value_of(std::uint32_t d) noexcept { return d; }
-[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::uint32_t value_of(fast_divisor const& d) noexcept { return d.d; }
-
 /// A tile's place in the grid of tiles, in tile_range's numbering (below): along the outer cut
 /// axis (row: the last of the stencil's axes), the inner one (col: the one before it, 2-D and 3-D)
 /// and the faster uncut axis (w: x, in 3-D).
@@ -225,15 +213,23 @@ struct tile_range {
   /// A row's tiles in the rectangle, and beside it.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t span() const noexcept { return (col_last - col_first) * width; }
   [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t kept() const noexcept { return cols * width - span(); }
+  /// span() and kept() as at()'s divisors: 1 where they are 0 (at() then divides by neither).
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::uint32_t span_divisor() const noexcept
+  {
+    return static_cast<std::uint32_t>(span() > 0 ? span() : 1);
+  }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::uint32_t kept_divisor() const noexcept
+  {
+    return static_cast<std::uint32_t>(kept() > 0 ? kept() : 1);
+  }
   /// The i-th tile number of the range, in 32-bit arithmetic: plan_segments keeps a grid's tiles
   /// below 2^32, and 64-bit divisions cost the kernels registers (docs/benchmarks.md).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t operator[](std::size_t i) const noexcept
   {
-    auto const nonzero = [](std::size_t n) { return static_cast<std::uint32_t>(n > 0 ? n : 1); };
-    return at(i, nonzero(span()), nonzero(kept()));
+    return at(i, span_divisor(), kept_divisor());
   }
-  /// operator[] by the divisors `span` and `kept` (span() and kept(), or 1 where they are 0),
-  /// plain or worked out beforehand (tile_walk).
+  /// operator[] by the divisors `span` and `kept` (span_divisor() and kept_divisor()), plain or
+  /// worked out beforehand (tile_walk).
   template <class Divisor>
   [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr std::size_t at(std::size_t i, Divisor const& span,
                                                               Divisor const& kept) const noexcept
@@ -263,14 +259,14 @@ struct tile_range {
 struct tile_walk {
   tile_range tiles;
   tile_rect inner;
-  fast_divisor span;   ///< tiles.span(), or 1
-  fast_divisor kept;   ///< tiles.kept(), or 1
+  fast_divisor span;   ///< tiles.span_divisor()
+  fast_divisor kept;   ///< tiles.kept_divisor()
   fast_divisor width;  ///< inner.width
   fast_divisor cols;   ///< inner.cols
 
   tile_walk(tile_range range, tile_rect rect)
-    : tiles(range), inner(rect), span(range.span() > 0 ? range.span() : 1), kept(range.kept() > 0 ? range.kept() : 1),
-      width(rect.width), cols(rect.cols)
+    : tiles(range), inner(rect), span(range.span_divisor()), kept(range.kept_divisor()), width(rect.width),
+      cols(rect.cols)
   {
   }
 
@@ -1076,7 +1072,9 @@ struct tile_program {
   {
     segment_shape const s{k, r};
     box_pads const pad = copy_pads<T>(s, tile);
-    box const u0 = loaded_box<Inner>(grown(t, dims, s.state_halo(0)), s.state_halo(0));  // the checkpoint's box
+    box const checkpoint_box = grown(t, dims, s.state_halo(0));
+    box const u0 = loaded_box<Inner>(checkpoint_box, s.state_halo(0));  // as loaded
+    auto const u0_wider = static_cast<int>(checkpoint_box.x0 - u0.x0);  // its pad before the box
     auto u_box = [&](int i) { return i == 0 ? u0 : grown(t, dims, s.state_halo(i)); };
     // u_0 .. u_{k-1} lie one after another from the scratch's start (u_0 as large as its loaded
     // box); the loops below step from one level to the next (a level's start is not summed anew
@@ -1098,7 +1096,7 @@ struct tile_program {
     for (int i = 1; i < k; ++i) {
       T* const u_next = u_prev + level_values(i - 1);
       step_level<Inner>(team, u_prev, u_box(i - 1), u_next, u_box(i), first + static_cast<std::size_t>(i - 1),
-                        nullptr, i == 1 ? static_cast<int>(grown(t, dims, s.state_halo(0)).x0 - u0.x0) : 0);
+                        nullptr, i == 1 ? u0_wider : 0);
       team.sync();
       u_prev = u_next;
     }

@@ -59,7 +59,7 @@ mutations=(
   "program|stencil: no barrier between adjoint levels|      team.sync();
       lb = b;|      lb = b;"
   "program|stencil: the checkpoint's halo one cell short|    box const u0 = loaded_box<Inner>(checkpoint_box, s.state_halo(0));  // as loaded|    box const u0 = grown(t, dims, s.state_halo(0) - 1);"
-  "program|stencil: a widened checkpoint read unshifted|nullptr, i == 1 ? u0_wider : 0);|nullptr, 0);"
+  "program|stencil: a widened checkpoint read unshifted|nullptr, i == 1 ? u0_wider : 0);|nullptr, i == 1 ? 0 * u0_wider : 0);"
   "program|stencil: a forward step's index one off|first + static_cast<std::size_t>(i - 1), &t);|first + static_cast<std::size_t>(i), &t);"
   "program|stencil: scatter reads the tap's cell's coefficients|          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c, taps_inside);|          own_coefficients(b.x0 + x, b.y0 + y, b.z0 + z, c, taps_inside);"
   "program|stencil: a segment's first dL/dc dropped|      if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }|"

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace tapeflow {
@@ -22,6 +23,22 @@ constexpr std::size_t grid = 24;        // 576 cells: 144 f32 records, 2304-byte
 constexpr std::size_t steps = 10;
 constexpr std::size_t layer = 144 * 16;
 constexpr std::size_t state_bytes = grid * grid * sizeof(float);
+
+/// Cycles of a soak: 1000, or TAPEFLOW_SOAK_CYCLES (the ASan preset's 100: under the sanitizer
+/// the emulated device's thousand gradients a policy took most of the stage's test time, and
+/// its leak check at exit holds the soak to the same account over fewer cycles).
+int soak_cycles()
+{
+  char const* const asked = std::getenv("TAPEFLOW_SOAK_CYCLES");
+  if (asked == nullptr) { return 1000; }
+  char* end = nullptr;
+  long const cycles = std::strtol(asked, &end, 10);
+  if (end == asked || *end != '\0' || cycles < 2 || cycles > 1000000) {
+    ADD_FAILURE() << "TAPEFLOW_SOAK_CYCLES=" << asked << ": a soak runs 2 to 1000000 cycles";
+    return 1000;
+  }
+  return static_cast<int>(cycles);
+}
 
 /// Options under which each policy is what runs (the budgets force the tiers).
 ac::options options_for(tape_policy policy, backend kind = backend::cpu)
@@ -194,7 +211,7 @@ TEST(Soak, AThousandGradientsOfEachPolicyOnTheGpuReturnToTheBaseline)
   for (tape_policy p : every_policy) {
     ac::options const o = options_for(p, backend::cuda);
     ac::gradient_result<float> const first = ac::gradient(ac::problem{grid, steps}, u0, o);
-    for (int cycle = 0; cycle < 1000; ++cycle) {
+    for (int cycle = 0, cycles = soak_cycles(); cycle < cycles; ++cycle) {
       ac::gradient_result<float> const r = ac::gradient(ac::problem{grid, steps}, u0, o);
       ASSERT_EQ(std::memcmp(r.gradient.data(), first.gradient.data(), u0.size() * sizeof(float)), 0) << cycle;
       ASSERT_EQ(r.chain.peak_tape_bytes, first.chain.peak_tape_bytes) << cycle;
@@ -226,7 +243,7 @@ TEST(Soak, AThousandCyclesOfEachPolicyReturnToTheBaseline)
       std::vector<double> first;
       std::size_t held = 0;  // the chain keeps its tape memory from the first gradient on
       std::size_t host_held = 0;
-      for (int cycle = 0; cycle < 1000; ++cycle) {
+      for (int cycle = 0, cycles = soak_cycles(); cycle < cycles; ++cycle) {
         state.upload(x0.data(), bytes, {});
         c.forward(state);
         adjoint.copy_from(state, {});

@@ -45,14 +45,18 @@ using namespace tapeflow::testing::stencils;
 
 // ---- the library's gradient -----------------------------------------------------------------------
 
+/// The gradient through segments of k steps; `forward`, where given, is the forward's tile in
+/// place of the plan's.
 template <class S, class T = typename S::value_type>
 gradient_of<T> segmented_gradient(S const& s, st::grid<T> const& g, std::size_t steps, int k, tape_policy policy,
-                                  std::vector<T> const& u0, st::segment_request request = {})
+                                  std::vector<T> const& u0, st::segment_request request = {},
+                                  st::tile_extent forward = {0, 0, 0})
 {
   request.k = k;
   if (request.tile.x == 0) { request.tile = test_tile(S::dims); }
   request.block_threads = 64;
-  st::segment_plan const plan = st::plan_segments<S>(g, steps, query_device_limits(target), request);
+  st::segment_plan plan = st::plan_segments<S>(g, steps, query_device_limits(target), request);
+  if (forward.x != 0) { plan.forward_tile = forward; }
   auto step = make_segments(s, g, plan);
   chain_options o;
   o.kind = target;
@@ -146,6 +150,56 @@ TEST(StencilSegments, AllenCahnEveryLengthAndPolicyGivesTheBitsOfOneStepSegments
   // Rows of 48 values on tiles 8 wide: at k = 4 the forward's boxes and λ_k's (halo 4) are copied
   // 16 bytes at a time on a GPU, the checkpoint's (halo 7) a value at a time.
   check_every_length(s, st::grid<float>{48, 20, 1}, 6, {4}, -1.0, 1.0, {8, 4, 1});
+}
+
+/// Segments of k steps through the forward's tiles `forwards`, each in place of the plan's, give the
+/// final state and gradient of the plan's own.
+template <class S, class T = typename S::value_type>
+void check_forward_tiles(S const& s, st::grid<T> const& g, std::size_t steps, int k,
+                         std::vector<st::tile_extent> const& forwards, double lo, double hi)
+{
+  std::vector<T> const u0 = random_state<T>(g.cells() * S::fields, 20261127u + unsigned(g.cells()), lo, hi);
+  gradient_of<T> const planned = segmented_gradient(s, g, steps, k, tape_policy::store, u0);
+  for (st::tile_extent const f : forwards) {
+    SCOPED_TRACE("the forward on tiles of " + std::to_string(f.x) + "x" + std::to_string(f.y) + "x" +
+                 std::to_string(f.z));
+    gradient_of<T> const r = segmented_gradient(s, g, steps, k, tape_policy::recompute, u0, {}, f);
+    EXPECT_TRUE(same_bits(r.final_state, planned.final_state));
+    EXPECT_TRUE(same_bits(r.gradient, planned.gradient))
+      << "off by " << relative_difference(r.gradient, planned.gradient);
+  }
+}
+
+TEST(StencilSegments, APlanWithoutTheForwardsTileIsRefused)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  st::grid<float> const g{16, 16};
+  st::segment_plan plan = st::plan_segments<allen_cahn_2d<float>>(g, 4, query_device_limits(target));
+  plan.forward_tile = {0, 0, 0};  // a plan built by hand, the forward's tile left out
+  try {
+    static_cast<void>(make_segments(allen_cahn_2d<float>{{0.1f, 0.2f}}, g, plan));
+    ADD_FAILURE() << "a plan without the forward's tile ran";
+  } catch (logic_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("forward's tile"), std::string::npos) << e.what();
+  }
+}
+
+TEST(StencilSegments, TheForwardOnItsOwnTilesGivesTheSameBits)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  // The forward holds two levels on chip where the reverse holds k + 2, so a GPU plan gives it
+  // longer tiles than the reverse's (plan_segments). Each cell's value is the same expression on
+  // any tiling: the forward on tiles longer, wider, odd-sized or larger than the grid gives the
+  // same bits (under recompute, which runs the forward again in the reverse sweep).
+  allen_cahn_2d<float> const ac{{0.1f, 0.2f}};
+  check_forward_tiles(ac, st::grid<float>{29, 17, 1}, 7, 3, {{8, 16, 1}, {16, 8, 1}, {3, 5, 1}, {64, 64, 1}}, -1.0,
+                      1.0);
+  allen_cahn_2d<double> const fixed{{0.1, 0.2}};
+  check_forward_tiles(fixed, st::grid<double>{13, 22, 1, st::boundary::fixed, 0.25}, 6, 2,
+                      {{8, 32, 1}, {5, 3, 1}}, -1.0, 1.0);
+  burgers_1d<float> const b{0.3f, 0.1f};
+  check_forward_tiles(b, st::grid<float>{61, 1, 1, st::boundary::fixed, 0.5f}, 9, 3, {{32, 1, 1}, {7, 1, 1}}, 0.0,
+                      1.0);
 }
 
 TEST(StencilSegments, AllenCahnOnAFixedGridAndBetweenWalls)
@@ -396,6 +450,11 @@ TEST(StencilSegments, APersistentGridIsNoLargerThanWhatTheDeviceHoldsAtOnce)
   st::segment_plan const plan = st::plan_segments<allen_cahn_2d<T>>(g, 6, query_device_limits(target), request);
   ASSERT_EQ(plan.tiles, 72u);
   ASSERT_EQ(plan.grid_blocks, 32) << "8 blocks of 256 threads on each of 4 multiprocessors: " << plan.describe();
+  // The forward's tiles are twice as long along y (9 x 4 of them: still more than the 32 blocks
+  // the device holds), its grid sized by its own scratch.
+  ASSERT_EQ(plan.forward_tile.y, 16) << plan.describe();
+  ASSERT_EQ(plan.forward_tiles, 36u);
+  ASSERT_EQ(plan.forward_grid_blocks, 32);
   st::device_runner<allen_cahn_2d<T>> const runner(s, g, plan);
   std::size_t const bytes = runner.state_size() * sizeof(T);
   device_buffer u0(target, bytes, {});
@@ -424,10 +483,11 @@ TEST(StencilSegments, APersistentGridIsNoLargerThanWhatTheDeviceHoldsAtOnce)
     lambda0.download(r.lambda0.data(), bytes, {});
     return r;
   };
-  // Each call launches two kernels: the inner tiles' (7 x 6 of the 9 x 8 tiles: those whose boxes,
-  // 3 cells wider in the forward and 5 in the reverse, lie inside the grid) and the others' (30).
+  // Each call launches two kernels: the inner tiles' and the others'. The forward's inner tiles are
+  // 7 x 2 of its 9 x 4 (those whose boxes, 3 cells wider, lie inside the grid), the others 22; the
+  // reverse's 7 x 6 of its 9 x 8 (boxes 5 cells wider), the others 30.
   launched const planned = run(0);
-  EXPECT_EQ(planned.blocks, 2u * (32u + 30u)) << "registers bound nothing: the plan's grid, or a block a tile";
+  EXPECT_EQ(planned.blocks, (14u + 22u) + (32u + 30u)) << "registers bound nothing: the plan's grid, or a block a tile";
   launched const held = run(70);
   EXPECT_EQ(held.blocks, 2u * (12u + 12u)) << "70 registers: 3 blocks of 256 threads on each of 4 multiprocessors";
   EXPECT_TRUE(same_bits(held.u3, planned.u3));
@@ -649,6 +709,49 @@ TEST(StencilSegments, PlannerTakesTheLongestSegmentThatPaysAndFitsOnChip)
   EXPECT_THROW(static_cast<void>(st::plan_segments<ac>(st::grid<float>{8192, 8192}, 100, gpu_like, eight)), logic_error);
   // Never longer than the gradient.
   EXPECT_LE(st::plan_segments<ac>(st::grid<float>{8192, 8192}, 2, gpu_like).k, 2);
+}
+
+TEST(StencilSegments, TheForwardsTileIsTheReversesLengthenedWhileTheDeviceKeepsItsBlocks)
+{
+  // Allen–Cahn 8192² f32 at k = 4 on an H100-like device: the reverse on 32 x 32 tiles (k + 2
+  // levels, 42.8 KB: 5 blocks an SM), the forward on 32 x 64 (two boxes of 40 x 72: 23 KB, 8
+  // blocks of 256 threads, as many as the threads allow and as on 32 x 32); 32 x 128 would hold
+  // 43.5 KB, 5 blocks. The forward's grid is sized by its own scratch, not the reverse's.
+  device_limits const gpu_like = gpu_limits(132, 228 * 1024);
+  using ac = allen_cahn_2d<float>;
+  st::segment_request four;
+  four.k = 4;
+  st::segment_plan const p = st::plan_segments<ac>(st::grid<float>{8192, 8192}, 100, gpu_like, four);
+  ASSERT_EQ(p.tile.x, 32) << p.describe();
+  ASSERT_EQ(p.tile.y, 32) << p.describe();
+  EXPECT_EQ(p.grid_blocks, 132 * 5);
+  EXPECT_EQ(p.forward_tile.x, 32) << p.describe();
+  EXPECT_EQ(p.forward_tile.y, 64) << p.describe();
+  EXPECT_EQ(p.forward_tile.z, 1);
+  EXPECT_EQ(p.forward_tiles, std::size_t{256 * 128});
+  EXPECT_EQ(p.forward_scratch_bytes, std::size_t{2 * 40 * 72 * 4});
+  EXPECT_EQ(p.forward_grid_blocks, 132 * 8);
+  EXPECT_NE(p.describe().find("the forward's tiles 32x64x1"), std::string::npos) << p.describe();
+  // The forward's longer tiles read fewer halo cells: the plan counts them.
+  double const same_tiles = st::detail::states_per_step(st::segment_shape{4, st::reach::of<ac>()}, p.tile, p.tile, 2);
+  EXPECT_LT(p.states_per_step, same_tiles - 0.01) << p.describe();
+  // A grid with fewer tiles than the device holds blocks keeps the reverse's: 512² has 256 tiles
+  // of 32 x 32 where 1056 blocks fit.
+  st::segment_plan const small = st::plan_segments<ac>(st::grid<float>{512, 512}, 100, gpu_like, four);
+  EXPECT_EQ(small.forward_tile.y, small.tile.y) << small.describe();
+  EXPECT_EQ(small.forward_tiles, small.tiles);
+  // 1-D: Burgers 2^26 at k = 8 on tiles of 1024 runs its forward on 2048 (16 KB, 8 blocks).
+  st::segment_request eight;
+  eight.k = 8;
+  st::segment_plan const line = st::plan_segments<burgers_1d<float>>(st::grid<float>{std::size_t{1} << 26}, 100,
+                                                                     gpu_like, eight);
+  EXPECT_EQ(line.tile.x, 1024) << line.describe();
+  EXPECT_EQ(line.forward_tile.x, 2048) << line.describe();
+  // The CPU's forward keeps the reverse's tile (its scratch is a cache share, not a block's).
+  st::segment_plan const cpu = st::plan_segments<ac>(st::grid<float>{8192, 8192}, 100, query_device_limits(backend::cpu), four);
+  EXPECT_EQ(cpu.forward_tile.x, cpu.tile.x);
+  EXPECT_EQ(cpu.forward_tile.y, cpu.tile.y);
+  EXPECT_EQ(cpu.forward_tiles, cpu.tiles);
 }
 
 TEST(StencilSegments, ThePlannersKIsSearchedOverTilesAndNoAskedKMovesFewerBytes)

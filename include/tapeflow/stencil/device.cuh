@@ -386,7 +386,8 @@ class device_runner {
   /// runner_program throws.
   device_runner(S stencil, grid<T> const& g, segment_plan const& plan,
                 std::shared_ptr<distributed::communicator> comm = nullptr, coefficient_view<T> c = {})
-    : program_(stencil, g, plan, std::move(comm), c), block_threads_(plan.block_threads), grid_blocks_(plan.grid_blocks)
+    : program_(stencil, g, plan, std::move(comm), c), block_threads_(plan.block_threads), grid_blocks_(plan.grid_blocks),
+      forward_grid_blocks_(plan.forward_grid_blocks)
   {
     TAPEFLOW_EXPECTS(plan.kind != backend::cpu, "a device_runner needs a segment plan made for a GPU backend");
   }
@@ -405,8 +406,8 @@ class device_runner {
       tile_walk const walk(tiles, inner);
       each_kind(tiles, inner, [&](auto kind, std::size_t count) {
         auto const kernel = detail::advance_kernel<S, decltype(kind)::value>;
-        device::launch(kernel, blocks_for(kernel, count, smem), block_threads_, smem, s, program, walk, first, k, in,
-                       out);
+        device::launch(kernel, blocks_for(kernel, count, smem, forward_grid_blocks_), block_threads_, smem, s, program,
+                       walk, first, k, in, out);
       });
     }, s);
     zero_tail(out, s);
@@ -421,7 +422,7 @@ class device_runner {
       tile_walk const walk(tiles, inner);
       each_kind(tiles, inner, [&](auto kind, std::size_t count) {
         auto const kernel = detail::reverse_kernel<S, decltype(kind)::value>;
-        device::launch(kernel, blocks_for(kernel, count, smem), block_threads_, smem, s, program, walk, first, k,
+        device::launch(kernel, blocks_for(kernel, count, smem, grid_blocks_), block_threads_, smem, s, program, walk, first, k,
                        checkpoint, lambda_out, lambda_in, dc);
       });
     }, s);
@@ -445,12 +446,13 @@ class device_runner {
   }
 
   /// Blocks of `kernel`'s launch over `tiles` tiles with `smem` bytes of scratch: the plan's
-  /// persistent grid, fewer for fewer tiles, and no more than the device holds at once (the plan
-  /// counts the threads and the shared memory; the kernel's registers may let fewer blocks in).
+  /// persistent grid `planned` (the forward's or the reverse's), fewer for fewer tiles, and no more
+  /// than the device holds at once (the plan counts the threads and the shared memory; the kernel's
+  /// registers may let fewer blocks in).
   template <class Kernel>
-  [[nodiscard]] int blocks_for(Kernel kernel, std::size_t tiles, std::size_t smem) const
+  [[nodiscard]] int blocks_for(Kernel kernel, std::size_t tiles, std::size_t smem, int planned) const
   {
-    int const wanted = tiles < static_cast<std::size_t>(grid_blocks_) ? static_cast<int>(tiles) : grid_blocks_;
+    int const wanted = tiles < static_cast<std::size_t>(planned) ? static_cast<int>(tiles) : planned;
     return device::persistent_grid(kernel, wanted, block_threads_, smem);
   }
 
@@ -465,6 +467,7 @@ class device_runner {
   runner_program<S, device_ghosts<T>> program_;
   int block_threads_;
   int grid_blocks_;
+  int forward_grid_blocks_;
 };
 
 /// The chain Step of stencil S's segments on a GPU backend.

@@ -93,8 +93,10 @@ class runner_program {
   /// and what Ghosts throws.
   runner_program(S stencil, grid<T> const& g, segment_plan const& plan,
                  std::shared_ptr<distributed::communicator> comm = nullptr, coefficient_view<T> c = {})
-    : program_{stencil, g, reach::of<S>(), plan.tile}
+    : program_{stencil, g, reach::of<S>(), plan.tile}, forward_tile_(plan.forward_tile)
   {
+    TAPEFLOW_EXPECTS(forward_tile_.x > 0 && forward_tile_.y > 0 && forward_tile_.z > 0,
+                     "a segment plan names the forward's tile (plan_segments fills it)");
     TAPEFLOW_EXPECTS(coefficients_v<S> == 0 || c.values != nullptr,
                      "a stencil with coefficients needs them: pass their values (coefficient_view) to its segments");
     program_.coefficient_values = c.values;
@@ -111,7 +113,7 @@ class runner_program {
     program_.slab = state_ghosts_->view();
   }
 
-  /// The program without ghost planes (its tiling, its grid).
+  /// The program without ghost planes (the reverse's tiling, its grid).
   [[nodiscard]] tile_program<S> const& base() const noexcept { return program_; }
   /// Values of the runner's state: the grid's fields, one after the other; over ranks, the part's
   /// (used_values()), then zeros up to the widest part's size.
@@ -123,12 +125,14 @@ class runner_program {
     return program_.g.cells() * static_cast<std::size_t>(coefficients_v<S>);
   }
 
-  /// Collective over ranks: the call of a forward of `k` steps from `in`, its ghost planes on the
-  /// way (`in` must not change until the call has finished).
+  /// Collective over ranks: the call of a forward of `k` steps from `in` on the forward's tiles,
+  /// its ghost planes on the way (`in` must not change until the call has finished).
   [[nodiscard]] slab_call<S, Ghosts> advancing(int k, T const* in, stream_view s) const
   {
     int const halo = segment_shape{k, program_.r}.forward_halo(0);
-    slab_call<S, Ghosts> call{with_coefficients(s), halo};
+    tile_program<S> forward = with_coefficients(s);
+    forward.tile = forward_tile_;
+    slab_call<S, Ghosts> call{std::move(forward), halo};
     if (state_ghosts_) { call.start_state(*state_ghosts_, in, halo, s); }
     return call;
   }
@@ -168,6 +172,7 @@ class runner_program {
   }
 
   tile_program<S> program_;
+  tile_extent forward_tile_;
   std::size_t padded_{0};  // over ranks: the widest part's values; 0: not cut
   std::shared_ptr<constant_ghosts> coefficients_;  // over ranks, for a stencil with coefficients
   // Over ranks: the ghost planes of the state and of the adjoint (shared by the copies a chain

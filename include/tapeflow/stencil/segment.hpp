@@ -48,12 +48,21 @@ struct segment_plan {
   int k{1};                      ///< steps per segment
   std::size_t steps{0};          ///< time steps in all
   std::size_t segments{0};       ///< chain steps: ceil(steps / k)
-  tile_extent tile{};            ///< cells of a tile
+  tile_extent tile{};            ///< cells of a tile of the reverse
   std::size_t tiles{0};          ///< tiles covering the grid
   int block_threads{1};          ///< threads per tile (GPU); 1 on the CPU
-  int grid_blocks{1};            ///< tiles in flight (GPU blocks, or CPU threads)
-  std::size_t scratch_bytes{0};  ///< on-chip bytes of one tile's reverse (its forward needs less)
+  int grid_blocks{1};            ///< tiles of the reverse in flight (GPU blocks, or CPU threads)
+  std::size_t scratch_bytes{0};  ///< on-chip bytes of one tile's reverse
   std::size_t scratch_limit{0};  ///< what one tile may hold: shared memory per block, or the CPU's cache share
+  /// The forward's tiles. It holds two levels on chip where the reverse holds k + 2, so on a GPU
+  /// its tile is the reverse's lengthened along the last axis (the axis a column sweep runs) for as
+  /// long as a multiprocessor keeps as many of its blocks and the grid still fills every one of them
+  /// (forward_tile_for): longer runs of cells a thread, fewer halo cells recomputed. On the CPU, the
+  /// reverse's. 0 x 0 x 0 until planned: a runner refuses a plan without it.
+  tile_extent forward_tile{0, 0, 0};
+  std::size_t forward_tiles{0};          ///< forward tiles covering the grid
+  int forward_grid_blocks{1};            ///< forward tiles in flight
+  std::size_t forward_scratch_bytes{0};  ///< on-chip bytes of one forward tile
   /// Global-memory bytes per time step of a gradient (forward + reverse, every layer on the device),
   /// in states: halo reads included, and the coefficients and their adjoint where the stencil has
   /// them. A store-every-step gradient of a one-step kernel moves 5.
@@ -77,7 +86,13 @@ struct segment_plan {
                   "segments of %d steps (%zu segments), tiles %dx%dx%d (%zu), %zu B on chip per tile, "
                   "%.2f states moved per step",
                   k, segments, tile.x, tile.y, tile.z, tiles, scratch_bytes, states_per_step);
-    return line;
+    std::string text = line;
+    if (forward_tile.x != tile.x || forward_tile.y != tile.y || forward_tile.z != tile.z) {
+      std::snprintf(line, sizeof line, "; the forward's tiles %dx%dx%d (%zu), %zu B", forward_tile.x, forward_tile.y,
+                    forward_tile.z, forward_tiles, forward_scratch_bytes);
+      text += line;
+    }
+    return text;
   }
 };
 
@@ -96,12 +111,14 @@ namespace detail {
 /// Global-memory traffic of one segment of k steps, in states, per step: the forward reads u_0 on
 /// its halo box and writes u_k; the reverse reads u_0 and λ_k on their boxes and writes λ_0. With
 /// `coefficients` per cell (`fields` values in a state), the forward and the reverse read them on
-/// their boxes and the reverse reads and writes their adjoint.
-[[nodiscard]] inline double states_per_step(segment_shape s, tile_extent t, int dims, int fields = 1,
+/// their boxes and the reverse reads and writes their adjoint. `t` is the reverse's tile, `f` the
+/// forward's.
+[[nodiscard]] inline double states_per_step(segment_shape s, tile_extent t, tile_extent f, int dims, int fields = 1,
                                             int coefficients = 0) noexcept
 {
   double const tile = static_cast<double>(box_cells(t, dims, 0));
-  double const forward_box = static_cast<double>(box_cells(t, dims, s.forward_halo(0))) / tile;
+  double const forward_box =
+    static_cast<double>(box_cells(f, dims, s.forward_halo(0))) / static_cast<double>(box_cells(f, dims, 0));
   double const state_box = static_cast<double>(box_cells(t, dims, s.state_halo(0))) / tile;
   double const forward = forward_box + 1.0;
   double const reverse = state_box + static_cast<double>(box_cells(t, dims, s.lambda_halo(s.k))) / tile + 1.0;
@@ -201,7 +218,7 @@ template <class S>
     tile_extent const first = t;
     for (tile_extent on = first;; on = halved(on)) {
       for (int k = 1; k <= longest && scratch_on(on, k) <= p.scratch_limit && halo_fits(k); ++k) {
-        double const moved = detail::states_per_step(segment_shape{k, r}, on, dims, S::fields, coefficients_v<S>);
+        double const moved = detail::states_per_step(segment_shape{k, r}, on, on, dims, S::fields, coefficients_v<S>);
         if (!found || moved < 0.95 * best) {
           best = moved;
           p.k = k;
@@ -223,22 +240,61 @@ template <class S>
                                             " tiles; a segment walks fewer than 2^32: ask for larger tiles");
   p.segments = (steps + static_cast<std::size_t>(p.k) - 1) / static_cast<std::size_t>(p.k);
   p.scratch_bytes = scratch(p.k);
-  p.states_per_step = detail::states_per_step(segment_shape{p.k, r}, t, dims, S::fields, coefficients_v<S>);
+  auto forward_scratch = [&](tile_extent on) {
+    return forward_scratch_values(segment_shape{p.k, r}, on, dims, S::fields) * sizeof(T);
+  };
   if (gpu) {
     p.block_threads = request.block_threads != 0 ? request.block_threads : 256;
     TAPEFLOW_EXPECTS(p.block_threads >= 1 && p.block_threads <= limits.max_threads_per_block,
                      "a stencil tile's block runs 1 to " + std::to_string(limits.max_threads_per_block) +
                        " threads on this device, not " + std::to_string(p.block_threads));
+    // Blocks a multiprocessor holds by their threads and shared memory (not their registers, which
+    // the launch asks the device about: device::persistent_grid).
     int const by_threads = limits.max_threads_per_multiprocessor / p.block_threads;
-    constexpr std::size_t reserved_per_block = 1024;  // shared memory the CUDA driver keeps per resident block
-    int const by_smem = static_cast<int>(limits.shared_mem_per_multiprocessor / (p.scratch_bytes + reserved_per_block));
-    int const per_sm = by_threads < by_smem ? by_threads : by_smem;
-    std::size_t const resident = static_cast<std::size_t>(limits.multiprocessors) * (per_sm > 0 ? per_sm : 1);
-    p.grid_blocks = static_cast<int>(p.tiles < resident ? p.tiles : resident);
+    auto const per_sm = [&](std::size_t scratch_bytes) {
+      constexpr std::size_t reserved_per_block = 1024;  // shared memory the CUDA driver keeps per resident block
+      int const by_smem = static_cast<int>(limits.shared_mem_per_multiprocessor / (scratch_bytes + reserved_per_block));
+      int const blocks = by_threads < by_smem ? by_threads : by_smem;
+      return blocks > 0 ? blocks : 1;
+    };
+    auto const grid_of = [&](std::size_t tiles, std::size_t scratch_bytes) {
+      std::size_t const resident = static_cast<std::size_t>(limits.multiprocessors) * per_sm(scratch_bytes);
+      return static_cast<int>(tiles < resident ? tiles : resident);
+    };
+    p.grid_blocks = grid_of(p.tiles, p.scratch_bytes);
+    // The forward's tile: the reverse's, doubled along the last axis while the longer tile keeps
+    // as many blocks on a multiprocessor, fits a block, reaches no further than the grid along that
+    // axis, and leaves the grid at least as many tiles as the device holds blocks at once.
+    int const keep = per_sm(forward_scratch(t));
+    std::int64_t const extent = dims == 1 ? g.nx : (dims == 2 ? g.ny : g.nz);
+    tile_extent f = t;
+    for (;;) {
+      tile_extent longer = f;
+      int& along = dims == 1 ? longer.x : (dims == 2 ? longer.y : longer.z);
+      if (along > 32768 || along >= extent) { break; }
+      along *= 2;
+      std::size_t const bytes = forward_scratch(longer);
+      std::size_t const resident = static_cast<std::size_t>(limits.multiprocessors) * static_cast<std::size_t>(keep);
+      if (bytes > p.scratch_limit || per_sm(bytes) < keep ||
+          tiles_covering(g.nx, g.ny, g.nz, longer) < resident) {
+        break;
+      }
+      f = longer;
+    }
+    p.forward_tile = f;
+    p.forward_tiles = tiles_covering(g.nx, g.ny, g.nz, f);
+    p.forward_scratch_bytes = forward_scratch(f);
+    p.forward_grid_blocks = grid_of(p.forward_tiles, p.forward_scratch_bytes);
   } else {
     p.block_threads = 1;
     p.grid_blocks = limits.multiprocessors;
+    p.forward_tile = t;
+    p.forward_tiles = p.tiles;
+    p.forward_scratch_bytes = forward_scratch(t);
+    p.forward_grid_blocks = p.grid_blocks;
   }
+  p.states_per_step =
+    detail::states_per_step(segment_shape{p.k, r}, t, p.forward_tile, dims, S::fields, coefficients_v<S>);
   return p;
 }
 

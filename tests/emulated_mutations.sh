@@ -10,7 +10,9 @@
 # not waited for, missing a row carry, copied 16 bytes at a time from a copy on, or taken for a
 # box that reaches one row past the grid; a
 # column's runs one cell short or overlapping; a widened checkpoint box read unshifted; a tile walk's
-# divisors swapped — and to the column sweeps' windows
+# divisors swapped; the forward launched on the reverse's grid — and to the segment runners'
+# program (include/tapeflow/stencil/runner_program.hpp: the forward on the reverse's tiles) and
+# to the column sweeps' windows
 # (include/tapeflow/stencil/sweep.hpp: preloaded or moved a cell off) —
 # rebuilds the emulated GPU tests and runs them, and prints which tests each mutation fails. The
 # sources are restored afterwards.
@@ -26,16 +28,19 @@ pipeline=include/tapeflow/device/tile_pipeline.cuh
 program=include/tapeflow/stencil/tile_program.hpp
 team=include/tapeflow/stencil/device.cuh
 sweep=include/tapeflow/stencil/sweep.hpp
+runner=include/tapeflow/stencil/runner_program.hpp
 backups=$(mktemp -d)
 cp "$pipeline" "$backups/pipeline"
 cp "$program" "$backups/program"
 cp "$team" "$backups/team"
 cp "$sweep" "$backups/sweep"
+cp "$runner" "$backups/runner"
 restore() {
   cp "$backups/pipeline" "$pipeline"
   cp "$backups/program" "$program"
   cp "$backups/team" "$team"
   cp "$backups/sweep" "$sweep"
+  cp "$backups/runner" "$runner"
 }
 trap 'restore; rm -rf "$backups"' EXIT
 
@@ -71,6 +76,8 @@ mutations=(
   "team|stencil: a box's copies not waited for|    cuda::pipeline_consumer_wait_prior<0>(pipe);|"
   "team|stencil: a copy's row carry dropped|        offset += row_carry;|"
   "team|stencil: a box's 16-byte copies read one copy on|                           src + static_cast<std::size_t>(f) * field_stride + Width * c.offset,|                           src + static_cast<std::size_t>(f) * field_stride + Width * c.offset + (Width > 1 ? Width : 0),"
+  "team|forward: launched on the reverse's persistent grid|blocks_for(kernel, count, smem, forward_grid_blocks_)|blocks_for(kernel, count, smem, grid_blocks_)"
+  "runner|forward: run on the reverse's tiles|    forward.tile = forward_tile_;|    static_cast<void>(forward_tile_);"
   "team|sweep: a column's last run one cell short|      int const n = along - first < length ? along - first : length;|      int const n = along - first < length ? along - first - 1 : length;"
   "team|sweep: runs of a column overlap by a cell|      int const first = c.q * length;|      int const first = c.q * (length - 1);"
   "program|tile walk: a tile's place from swapped divisors|span(range.span_divisor()), kept(range.kept_divisor()), width(rect.width),

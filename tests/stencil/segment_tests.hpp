@@ -469,14 +469,14 @@ TEST(StencilSegments, APersistentGridIsNoLargerThanWhatTheDeviceHoldsAtOnce)
     std::vector<T> u3;
     std::vector<T> lambda0;
   };
-  auto const run = [&](int registers) {
+  auto const run = [&](int registers, st::device_runner<allen_cahn_2d<T>> const& on) {
     emulated_settings const played([&](emu::settings& e) { e.kernel_registers = registers; });
     device_buffer u3(target, bytes, {});
     device_buffer lambda0(target, bytes, {});
     TAPEFLOW_CUDA_TRY(cudaDeviceSynchronize());
     std::uint64_t const before = emu::current_counters().blocks;
-    runner.advance(0, 3, u0.data_as<T>(), u3.data_as<T>(), {});
-    runner.reverse(0, 3, u0.data_as<T>(), lambda_k.data_as<T>(), lambda0.data_as<T>(), nullptr, {});
+    on.advance(0, 3, u0.data_as<T>(), u3.data_as<T>(), {});
+    on.reverse(0, 3, u0.data_as<T>(), lambda_k.data_as<T>(), lambda0.data_as<T>(), nullptr, {});
     TAPEFLOW_CUDA_TRY(cudaDeviceSynchronize());
     launched r{emu::current_counters().blocks - before, std::vector<T>(g.cells()), std::vector<T>(g.cells())};
     u3.download(r.u3.data(), bytes, {});
@@ -486,12 +486,20 @@ TEST(StencilSegments, APersistentGridIsNoLargerThanWhatTheDeviceHoldsAtOnce)
   // Each call launches two kernels: the inner tiles' and the others'. The forward's inner tiles are
   // 7 x 2 of its 9 x 4 (those whose boxes, 3 cells wider, lie inside the grid), the others 22; the
   // reverse's 7 x 6 of its 9 x 8 (boxes 5 cells wider), the others 30.
-  launched const planned = run(0);
+  launched const planned = run(0, runner);
   EXPECT_EQ(planned.blocks, (14u + 22u) + (32u + 30u)) << "registers bound nothing: the plan's grid, or a block a tile";
-  launched const held = run(70);
+  launched const held = run(70, runner);
   EXPECT_EQ(held.blocks, 2u * (12u + 12u)) << "70 registers: 3 blocks of 256 threads on each of 4 multiprocessors";
   EXPECT_TRUE(same_bits(held.u3, planned.u3));
   EXPECT_TRUE(same_bits(held.lambda0, planned.lambda0));
+  // Each kernel's grid is its own plan's: a reverse planned 4 blocks in flight (as a reverse of
+  // more scratch would be) runs 4 a launch, the forward still its own 32.
+  st::segment_plan few = plan;
+  few.grid_blocks = 4;
+  launched const fewer = run(0, st::device_runner<allen_cahn_2d<T>>(s, g, few));
+  EXPECT_EQ(fewer.blocks, (14u + 22u) + (4u + 4u));
+  EXPECT_TRUE(same_bits(fewer.u3, planned.u3));
+  EXPECT_TRUE(same_bits(fewer.lambda0, planned.lambda0));
   EXPECT_FALSE(same_bits(held.lambda0, std::vector<T>(g.cells(), T(0)))) << "the reverse wrote its adjoint";
   // A kernel that cannot hold one block of the plan's threads at all is a typed error naming it,
   // before anything launches.

@@ -57,7 +57,7 @@ struct segment_plan {
   /// The forward's tiles. It holds two levels on chip where the reverse holds k + 2, so on a GPU
   /// its tile is the reverse's lengthened along the last axis (the axis a column sweep runs) for as
   /// long as a multiprocessor keeps as many of its blocks and the grid still fills every one of them
-  /// (forward_tile_for): longer runs of cells a thread, fewer halo cells recomputed. On the CPU, the
+  /// (plan_segments): longer runs of cells a thread, fewer halo cells recomputed. On the CPU, the
   /// reverse's. 0 x 0 x 0 until planned: a runner refuses a plan without it.
   tile_extent forward_tile{0, 0, 0};
   std::size_t forward_tiles{0};          ///< forward tiles covering the grid
@@ -243,56 +243,52 @@ template <class S>
   auto forward_scratch = [&](tile_extent on) {
     return forward_scratch_values(segment_shape{p.k, r}, on, dims, S::fields) * sizeof(T);
   };
+  // GPU blocks of p.block_threads a multiprocessor holds by their threads and shared memory (not
+  // their registers, which the launch asks the device about: device::persistent_grid), and the
+  // persistent grid of a launch over `tiles` tiles.
+  auto const per_sm = [&](std::size_t scratch_bytes) {
+    constexpr std::size_t reserved_per_block = 1024;  // shared memory the CUDA driver keeps per resident block
+    int const by_threads = limits.max_threads_per_multiprocessor / p.block_threads;
+    int const by_smem = static_cast<int>(limits.shared_mem_per_multiprocessor / (scratch_bytes + reserved_per_block));
+    int const blocks = by_threads < by_smem ? by_threads : by_smem;
+    return blocks > 0 ? blocks : 1;
+  };
+  auto const grid_of = [&](std::size_t tiles, std::size_t scratch_bytes) {
+    std::size_t const resident = static_cast<std::size_t>(limits.multiprocessors) * per_sm(scratch_bytes);
+    return static_cast<int>(tiles < resident ? tiles : resident);
+  };
   if (gpu) {
     p.block_threads = request.block_threads != 0 ? request.block_threads : 256;
     TAPEFLOW_EXPECTS(p.block_threads >= 1 && p.block_threads <= limits.max_threads_per_block,
                      "a stencil tile's block runs 1 to " + std::to_string(limits.max_threads_per_block) +
                        " threads on this device, not " + std::to_string(p.block_threads));
-    // Blocks a multiprocessor holds by their threads and shared memory (not their registers, which
-    // the launch asks the device about: device::persistent_grid).
-    int const by_threads = limits.max_threads_per_multiprocessor / p.block_threads;
-    auto const per_sm = [&](std::size_t scratch_bytes) {
-      constexpr std::size_t reserved_per_block = 1024;  // shared memory the CUDA driver keeps per resident block
-      int const by_smem = static_cast<int>(limits.shared_mem_per_multiprocessor / (scratch_bytes + reserved_per_block));
-      int const blocks = by_threads < by_smem ? by_threads : by_smem;
-      return blocks > 0 ? blocks : 1;
-    };
-    auto const grid_of = [&](std::size_t tiles, std::size_t scratch_bytes) {
-      std::size_t const resident = static_cast<std::size_t>(limits.multiprocessors) * per_sm(scratch_bytes);
-      return static_cast<int>(tiles < resident ? tiles : resident);
-    };
     p.grid_blocks = grid_of(p.tiles, p.scratch_bytes);
     // The forward's tile: the reverse's, doubled along the last axis while the longer tile keeps
     // as many blocks on a multiprocessor, fits a block, reaches no further than the grid along that
     // axis, and leaves the grid at least as many tiles as the device holds blocks at once.
     int const keep = per_sm(forward_scratch(t));
+    std::size_t const resident = static_cast<std::size_t>(limits.multiprocessors) * static_cast<std::size_t>(keep);
     std::int64_t const extent = dims == 1 ? g.nx : (dims == 2 ? g.ny : g.nz);
-    tile_extent f = t;
+    p.forward_tile = t;
     for (;;) {
-      tile_extent longer = f;
+      tile_extent longer = p.forward_tile;
       int& along = dims == 1 ? longer.x : (dims == 2 ? longer.y : longer.z);
       if (along > 32768 || along >= extent) { break; }
       along *= 2;
       std::size_t const bytes = forward_scratch(longer);
-      std::size_t const resident = static_cast<std::size_t>(limits.multiprocessors) * static_cast<std::size_t>(keep);
-      if (bytes > p.scratch_limit || per_sm(bytes) < keep ||
-          tiles_covering(g.nx, g.ny, g.nz, longer) < resident) {
+      if (bytes > p.scratch_limit || per_sm(bytes) < keep || tiles_covering(g.nx, g.ny, g.nz, longer) < resident) {
         break;
       }
-      f = longer;
+      p.forward_tile = longer;
     }
-    p.forward_tile = f;
-    p.forward_tiles = tiles_covering(g.nx, g.ny, g.nz, f);
-    p.forward_scratch_bytes = forward_scratch(f);
-    p.forward_grid_blocks = grid_of(p.forward_tiles, p.forward_scratch_bytes);
   } else {
     p.block_threads = 1;
     p.grid_blocks = limits.multiprocessors;
     p.forward_tile = t;
-    p.forward_tiles = p.tiles;
-    p.forward_scratch_bytes = forward_scratch(t);
-    p.forward_grid_blocks = p.grid_blocks;
   }
+  p.forward_tiles = tiles_covering(g.nx, g.ny, g.nz, p.forward_tile);
+  p.forward_scratch_bytes = forward_scratch(p.forward_tile);
+  p.forward_grid_blocks = gpu ? grid_of(p.forward_tiles, p.forward_scratch_bytes) : p.grid_blocks;
   p.states_per_step =
     detail::states_per_step(segment_shape{p.k, r}, t, p.forward_tile, dims, S::fields, coefficients_v<S>);
   return p;

@@ -170,6 +170,19 @@ decltype(auto) by_kind(bool inner, F&& f)
   return std::forward<F>(f)(std::false_type{});
 }
 
+/// f(std::true_type{}) where `test` holds, f(std::false_type{}) otherwise: a test whose answer is the
+/// same for every cell of a loop, made once before it, so that the loop f runs is compiled twice and
+/// the one without the test has no branch per cell (a CPU's compiler then vectorises it).
+template <class F>
+TAPEFLOW_HOST_DEVICE void decided_once(bool test, F&& f)
+{
+  if (test) {
+    f(std::true_type{});
+  } else {
+    f(std::false_type{});
+  }
+}
+
 /// The tiles a launch walks: those of a rectangle of tile positions, or every tile outside it.
 /// Tiles are numbered x fastest; a tile's number is (row * cols + col) * width + w, its row being
 /// its position along the outer cut axis, its column along the inner (tile_program::interior_tiles),
@@ -370,6 +383,21 @@ struct tile_program {
   {
     return inside(b.x0, b.y0, b.z0) && b.x0 + b.ex <= static_cast<std::int64_t>(g.nx) &&
            b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) && b.z0 + b.ez <= static_cast<std::int64_t>(g.nz);
+  }
+  /// The cells of box `b` inside this grid (this rank's part): `b` clipped to it. A tile's part
+  /// is never empty (the tiles cover the grid).
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE box inside_part(box b) const noexcept
+  {
+    auto clip = [](std::int64_t& origin, int& extent, std::size_t n) {
+      std::int64_t const first = origin > 0 ? origin : 0;
+      std::int64_t const end = origin + extent < static_cast<std::int64_t>(n) ? origin + extent : static_cast<std::int64_t>(n);
+      origin = first;
+      extent = end > first ? static_cast<int>(end - first) : 0;
+    };
+    clip(b.x0, b.ex, g.nx);
+    clip(b.y0, b.ey, g.ny);
+    clip(b.z0, b.ez, g.nz);
+    return b;
   }
   /// Index of the cell (x, y, z) of this grid in a state array: a cell inside() it.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t index_of(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
@@ -821,22 +849,28 @@ struct tile_program {
     sh.x += wider;
     std::size_t const plane = nb.cells();
     bool const inside_all = Inner || within(nb);  // then no cell is outside a fixed grid, none needs deciding
-    team.template for_each<dims>(nb, [&](int x, int y, int z) {
-      std::size_t const c = nb.at(x, y, z);
-      if (!inside_all && g.edge == boundary::fixed && !in_domain(nb.x0 + x, nb.y0 + y, nb.z0 + z)) {
-        for (int f = 0; f < fields; ++f) { next[f * plane + c] = g.ghost; }
-        return;
-      }
-      T u[forward_taps::size];
-      T out[fields];
-      gather_taps(prev, pb, x, y, z, sh, u);
-      forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z, inside_all);
-      for (int f = 0; f < fields; ++f) { next[f * plane + c] = out[f]; }
-      if constexpr (observes_v<S>) {
-        if (observed != nullptr && owns<Inner>(*observed, nb, x, y, z)) {
-          observe_cell(out, step + 1, nb.x0 + x, nb.y0 + y, nb.z0 + z);
+    // Whether a cell may lie outside a fixed grid is decided once a level: a boundary tile of a
+    // periodic grid, or a level inside a fixed one, runs the loop without the test.
+    decided_once(!inside_all && g.edge == boundary::fixed, [&](auto edges) {
+      team.template for_each<dims>(nb, [&](int x, int y, int z) {
+        std::size_t const c = nb.at(x, y, z);
+        if constexpr (decltype(edges)::value) {
+          if (!in_domain(nb.x0 + x, nb.y0 + y, nb.z0 + z)) {
+            for (int f = 0; f < fields; ++f) { next[f * plane + c] = g.ghost; }
+            return;
+          }
         }
-      }
+        T u[forward_taps::size];
+        T out[fields];
+        gather_taps(prev, pb, x, y, z, sh, u);
+        forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z, inside_all);
+        for (int f = 0; f < fields; ++f) { next[f * plane + c] = out[f]; }
+        if constexpr (observes_v<S>) {
+          if (observed != nullptr && owns<Inner>(*observed, nb, x, y, z)) {
+            observe_cell(out, step + 1, nb.x0 + x, nb.y0 + y, nb.z0 + z);
+          }
+        }
+      });
     });
   }
 
@@ -849,6 +883,14 @@ struct tile_program {
     std::size_t const cells = g.cells();
     if (Inner || within(b)) {  // rows of the state, copied with loads in flight
       team.template copy_box<fields>(b, state + index_of(b.x0, b.y0, b.z0), cells, g.nx, g.nx * g.ny, level);
+      return;
+    }
+    if (!split() && g.edge == boundary::periodic) {  // every cell wraps onto the grid: no test, no ghost
+      team.template for_each<dims>(b, [&](int x, int y, int z) {
+        std::size_t const at = index_of(wrap(b.x0 + x, g.nx), wrap(b.y0 + y, g.ny), wrap(b.z0 + z, g.nz));
+        std::size_t const c = b.at(x, y, z);
+        for (int f = 0; f < fields; ++f) { level[f * plane + c] = state[f * cells + at]; }
+      });
       return;
     }
     team.template for_each<dims>(b, [&](int x, int y, int z) {
@@ -919,13 +961,15 @@ struct tile_program {
       sweep_forward(team, prev, b, t, state_from(out, t.x0, t.y0, t.z0), first + static_cast<std::size_t>(k - 1),
                     nullptr);
     } else {
-      shift const sh = by(r.forward);
+      // Over the tile's cells inside the grid (an inner tile's are all of them): no test per cell.
+      box const own = Inner ? t : inside_part(t);
+      shift sh = by(r.forward);
+      if constexpr (!Inner) { sh = between(b, own); }
       std::size_t const cells = g.cells();
-      team.template for_each<dims>(t, [&](int x, int y, int z) {
-        std::int64_t const gx = t.x0 + x;
-        std::int64_t const gy = t.y0 + y;
-        std::int64_t const gz = t.z0 + z;
-        if (!Inner && !inside(gx, gy, gz)) { return; }
+      team.template for_each<dims>(own, [&](int x, int y, int z) {
+        std::int64_t const gx = own.x0 + x;
+        std::int64_t const gy = own.y0 + y;
+        std::int64_t const gz = own.z0 + z;
         T u[forward_taps::size];
         T o[fields];
         gather_taps(prev, b, x, y, z, sh, u);
@@ -1113,18 +1157,23 @@ struct tile_program {
       } else {
         std::size_t const plane = b.cells();
         bool const taps_inside = Inner || within(grown(b, dims, coefficient_reach()));  // and so every cell of b
-        team.template for_each<dims>(b, [&](int x, int y, int z) {
-          std::size_t const c = b.at(x, y, z);
-          T lambda[fields];
-          if (!taps_inside && g.edge == boundary::fixed && !in_domain(b.x0 + x, b.y0 + y, b.z0 + z)) {
-            for (int f = 0; f < fields; ++f) { out[f * plane + c] = T(0); }
-            return;
-          }
-          adjoint_cell(u, ub, next, lb, b, x, y, z, step, lambda, taps_inside);
-          for (int f = 0; f < fields; ++f) { out[f * plane + c] = lambda[f]; }
-          if (coefficient_count > 0 && owns<Inner>(t, b, x, y, z)) {
-            add_parameter_adjoint(u, ub, next, lb, b, x, y, z, step, dc);
-          }
+        // Whether a cell may lie outside a fixed grid: decided once a level, as step_cells does.
+        decided_once(!taps_inside && g.edge == boundary::fixed, [&](auto edges) {
+          team.template for_each<dims>(b, [&](int x, int y, int z) {
+            std::size_t const c = b.at(x, y, z);
+            T lambda[fields];
+            if constexpr (decltype(edges)::value) {
+              if (!in_domain(b.x0 + x, b.y0 + y, b.z0 + z)) {
+                for (int f = 0; f < fields; ++f) { out[f * plane + c] = T(0); }
+                return;
+              }
+            }
+            adjoint_cell(u, ub, next, lb, b, x, y, z, step, lambda, taps_inside);
+            for (int f = 0; f < fields; ++f) { out[f * plane + c] = lambda[f]; }
+            if (coefficient_count > 0 && owns<Inner>(t, b, x, y, z)) {
+              add_parameter_adjoint(u, ub, next, lb, b, x, y, z, step, dc);
+            }
+          });
         });
       }
       team.sync();
@@ -1138,18 +1187,16 @@ struct tile_program {
     if constexpr (Inner && sweeping_team<Team>::value && adjoint_sweeps) {
       sweep_adjoint(team, u, ub, next, lb, t, state_from(lambda_in, t.x0, t.y0, t.z0), first, nullptr, dc);
     } else {
+      // Over the tile's cells inside the grid (an inner tile's are all of them): no test per cell.
+      box const own = Inner ? t : inside_part(t);
       std::size_t const cells = g.cells();
-      bool const taps_inside = Inner || within(grown(t, dims, coefficient_reach()));
-      team.template for_each<dims>(t, [&](int x, int y, int z) {
-        std::int64_t const gx = t.x0 + x;
-        std::int64_t const gy = t.y0 + y;
-        std::int64_t const gz = t.z0 + z;
-        if (!Inner && !inside(gx, gy, gz)) { return; }
+      bool const taps_inside = Inner || within(grown(own, dims, coefficient_reach()));
+      team.template for_each<dims>(own, [&](int x, int y, int z) {
         T lambda[fields];
-        adjoint_cell(u, ub, next, lb, t, x, y, z, first, lambda, taps_inside);
-        std::size_t const c = index_of(gx, gy, gz);
+        adjoint_cell(u, ub, next, lb, own, x, y, z, first, lambda, taps_inside);
+        std::size_t const c = index_of(own.x0 + x, own.y0 + y, own.z0 + z);
         for (int f = 0; f < fields; ++f) { lambda_in[f * cells + c] = lambda[f]; }
-        if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }
+        if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, own, x, y, z, first, dc); }
       });
     }
   }

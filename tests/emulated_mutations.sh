@@ -5,9 +5,10 @@
 # tile staged into the wrong slot, the last tile dropped — and to the stencil segments' tile program
 # (include/tapeflow/stencil/tile_program.hpp) — a barrier between levels removed, a halo one cell
 # short, a step index off by one, the wrong cell's coefficients, a dL/dc or an observation
-# dropped, a level's or an adjoint's box taken as inside the grid, a row of tiles too many taken
+# dropped, a level's or an adjoint's box taken as inside the grid, a boundary level's fixed edges
+# never decided, a boundary tile's last level run past the grid, a row of tiles too many taken
 # for inner tiles (compiled as inside the grid) — and to its GPU team (include/tapeflow/stencil/device.cuh) — an interior box's copies
-# not waited for, missing a row carry, copied 16 bytes at a time from a copy on, or taken for a
+# not waited for, a periodic box read a cell on, missing a row carry, copied 16 bytes at a time from a copy on, or taken for a
 # box that reaches one row past the grid; a
 # column's runs one cell short or overlapping; a widened checkpoint box read unshifted; a tile walk's
 # divisors swapped; the forward launched on the reverse's grid — and to the segment runners'
@@ -67,12 +68,15 @@ mutations=(
   "program|stencil: a widened checkpoint read unshifted|nullptr, i == 1 ? u0_wider : 0);|nullptr, i == 1 ? 0 * u0_wider : 0);"
   "program|stencil: a forward step's index one off|first + static_cast<std::size_t>(i - 1), &t);|first + static_cast<std::size_t>(i), &t);"
   "program|stencil: scatter reads the tap's cell's coefficients|          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c, taps_inside);|          own_coefficients(b.x0 + x, b.y0 + y, b.z0 + z, c, taps_inside);"
-  "program|stencil: a segment's first dL/dc dropped|      if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, t, x, y, z, first, dc); }|"
+  "program|stencil: a segment's first dL/dc dropped|        if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, own, x, y, z, first, dc); }|"
   "program|stencil: a segment's first state not observed|        observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);|        static_cast<void>(u);"
   "program|stencil: a level's box taken as inside the grid|within(nb);  // then no cell|true;  // then no cell"
   "program|stencil: an adjoint's taps taken as inside the grid|within(grown(b, dims, coefficient_reach()));  // and so|true;  // and so"
+  "program|stencil: a boundary level's fixed edges never decided|    decided_once(!inside_all && g.edge == boundary::fixed, [&](auto edges) {|    decided_once(false, [&](auto edges) {"
+  "program|stencil: a boundary tile's last level past the grid's last row|    cut(t.y0, t.ey, g.ny);|    static_cast<void>(cut);"
   "program|stencil: inner tiles one row too many|    rect.row_last = static_cast<std::uint32_t>(last[row]);|    rect.row_last = static_cast<std::uint32_t>(last[row] + 1);"
   "program|stencil: a box one row past the grid copied|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) &&|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) + 1 &&"
+  "team|stencil: a periodic box read a cell on along x|      auto const gx = static_cast<std::size_t>(wrapped(b.x0 + x, nx));|      auto const gx = static_cast<std::size_t>(wrapped(b.x0 + x + 1, nx));"
   "team|stencil: a box's copies not waited for|    cuda::pipeline_consumer_wait_prior<0>(pipe);|"
   "team|stencil: a copy's row carry dropped|        offset += row_carry;|"
   "team|stencil: a box's 16-byte copies read one copy on|                           src + static_cast<std::size_t>(f) * field_stride + Width * c.offset,|                           src + static_cast<std::size_t>(f) * field_stride + Width * c.offset + (Width > 1 ? Width : 0),"

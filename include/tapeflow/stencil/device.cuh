@@ -49,6 +49,26 @@ struct block_team {
 #endif
   }
 
+  /// solo_team::copy_periodic_box, cell by cell (each thread wraps its own cells' coordinates).
+  template <int Dims, int Fields, class T>
+  TAPEFLOW_HOST_DEVICE void copy_periodic_box(box const& b, T const* src, std::size_t nx, std::size_t ny,
+                                              std::size_t nz, T* dst) const
+  {
+    std::size_t const cells = nx * ny * nz;
+    std::size_t const plane = b.cells();
+    for_each<Dims>(b, [&](int x, int y, int z) {
+      auto const gx = static_cast<std::size_t>(wrapped(b.x0 + x, nx));
+      auto const gy = static_cast<std::size_t>(wrapped(b.y0 + y, ny));
+      auto const gz = static_cast<std::size_t>(wrapped(b.z0 + z, nz));
+      std::size_t const at = (gz * ny + gy) * nx + gx;
+      std::size_t const c = b.at(x, y, z);
+      for (int f = 0; f < Fields; ++f) { dst[static_cast<std::size_t>(f) * plane + c] = src[static_cast<std::size_t>(f) * cells + at]; }
+    });
+  }
+
+  /// Each thread takes its own cells: a cell a test rejects masks a thread (masking_team).
+  static constexpr bool masks_cells = true;
+
   /// Levels of inner tiles run as column sweeps (sweep.hpp, for_each_run).
   static constexpr bool sweeps = true;
 

@@ -67,6 +67,24 @@ struct box {
   return b;
 }
 
+/// v mod n in [0, n): one add or subtract for a coordinate less than a grid past the edge (the
+/// common case, no division), a remainder otherwise.
+[[nodiscard]] TAPEFLOW_HOST_DEVICE inline std::int64_t wrapped(std::int64_t v, std::size_t n) noexcept
+{
+  auto const m = static_cast<std::int64_t>(n);
+  if (v < 0) {
+    v += m;
+    if (v < 0) {
+      v %= m;
+      v = v < 0 ? v + m : v;
+    }
+  } else if (v >= m) {
+    v -= m;
+    if (v >= m) { v %= m; }
+  }
+  return v;
+}
+
 /// One CPU thread working a tile: cells in storage order, nothing to wait for.
 struct solo_team {
   /// Levels run cell by cell in storage order, which the CPU's caches and vector units favour (a
@@ -100,6 +118,33 @@ struct solo_team {
       }
     }
   }
+  /// dst[f * b.cells() + i] = src[f * nx * ny * nz + the cell of (x0 + x, y0 + y, z0 + z) wrapped
+  /// onto the periodic nx x ny x nz grid] for each cell i = (x, y, z) of `b` and field f < Fields: a
+  /// box that may reach past the grid's edges. A row's wrap is decided once, and its cells are
+  /// copied in runs that stop only where the row wraps.
+  template <int Dims, int Fields, class T>
+  TAPEFLOW_HOST_DEVICE void copy_periodic_box(box const& b, T const* src, std::size_t nx, std::size_t ny,
+                                              std::size_t nz, T* dst) const
+  {
+    std::size_t const cells = nx * ny * nz;
+    for (int f = 0; f < Fields; ++f) {
+      T* to = dst + static_cast<std::size_t>(f) * b.cells();
+      for (int z = 0; z < b.ez; ++z) {
+        auto const gz = static_cast<std::size_t>(wrapped(b.z0 + z, nz));
+        for (int y = 0; y < b.ey; ++y) {
+          auto const gy = static_cast<std::size_t>(wrapped(b.y0 + y, ny));
+          T const* const row = src + static_cast<std::size_t>(f) * cells + (gz * ny + gy) * nx;
+          for (int x = 0; x < b.ex;) {
+            auto const gx = static_cast<std::size_t>(wrapped(b.x0 + x, nx));
+            std::size_t const left = static_cast<std::size_t>(b.ex - x);
+            std::size_t const run = nx - gx < left ? nx - gx : left;
+            for (std::size_t i = 0; i < run; ++i) { *to++ = row[gx + i]; }
+            x += static_cast<int>(run);
+          }
+        }
+      }
+    }
+  }
   TAPEFLOW_HOST_DEVICE void sync() const noexcept {}
 };
 
@@ -110,6 +155,14 @@ template <class Team, class = void>
 struct sweeping_team : std::false_type {};
 template <class Team>
 struct sweeping_team<Team, std::enable_if_t<Team::sweeps>> : std::true_type {};
+
+/// Whether a Team's threads each take their own cells, so that a cell a test rejects costs a masked
+/// thread, not a branch in a loop: it declares `static constexpr bool masks_cells = true`
+/// (block_team). A team that walks cells in a loop (solo_team) declares nothing.
+template <class Team, class = void>
+struct masking_team : std::false_type {};
+template <class Team>
+struct masking_team<Team, std::enable_if_t<Team::masks_cells>> : std::true_type {};
 
 /// A tile's place in the grid of tiles, in tile_range's numbering (below): along the outer cut
 /// axis (row: the last of the stencil's axes), the inner one (col: the one before it, 2-D and 3-D)
@@ -317,18 +370,7 @@ struct tile_program {
   /// edge (the common case, no division), a remainder otherwise.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE static std::int64_t wrap(std::int64_t v, std::size_t n) noexcept
   {
-    auto const m = static_cast<std::int64_t>(n);
-    if (v < 0) {
-      v += m;
-      if (v < 0) {
-        v %= m;
-        v = v < 0 ? v + m : v;
-      }
-    } else if (v >= m) {
-      v -= m;
-      if (v >= m) { v %= m; }
-    }
-    return v;
+    return wrapped(v, n);
   }
   /// The coordinate along the outer cut axis (the last of the stencil's axes), and along the
   /// inner (the one before it; none in 1-D).
@@ -384,20 +426,19 @@ struct tile_program {
     return inside(b.x0, b.y0, b.z0) && b.x0 + b.ex <= static_cast<std::int64_t>(g.nx) &&
            b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) && b.z0 + b.ez <= static_cast<std::int64_t>(g.nz);
   }
-  /// The cells of box `b` inside this grid (this rank's part): `b` clipped to it. A tile's part
-  /// is never empty (the tiles cover the grid).
-  [[nodiscard]] TAPEFLOW_HOST_DEVICE box inside_part(box b) const noexcept
+  /// The cells of tile `t` inside this grid (this rank's part): a tile starts inside it (the
+  /// tiles cover the grid from its first cell), so only its far edges move in, where it reaches past
+  /// the grid's. Never empty.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE box inside_part(box t) const noexcept
   {
-    auto clip = [](std::int64_t& origin, int& extent, std::size_t n) {
-      std::int64_t const first = origin > 0 ? origin : 0;
-      std::int64_t const end = origin + extent < static_cast<std::int64_t>(n) ? origin + extent : static_cast<std::int64_t>(n);
-      origin = first;
-      extent = end > first ? static_cast<int>(end - first) : 0;
+    auto cut = [](std::int64_t origin, int& extent, std::size_t n) {
+      std::int64_t const room = static_cast<std::int64_t>(n) - origin;
+      if (extent > room) { extent = static_cast<int>(room); }
     };
-    clip(b.x0, b.ex, g.nx);
-    clip(b.y0, b.ey, g.ny);
-    clip(b.z0, b.ez, g.nz);
-    return b;
+    cut(t.x0, t.ex, g.nx);
+    cut(t.y0, t.ey, g.ny);
+    cut(t.z0, t.ez, g.nz);
+    return t;
   }
   /// Index of the cell (x, y, z) of this grid in a state array: a cell inside() it.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t index_of(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
@@ -886,11 +927,7 @@ struct tile_program {
       return;
     }
     if (!split() && g.edge == boundary::periodic) {  // every cell wraps onto the grid: no test, no ghost
-      team.template for_each<dims>(b, [&](int x, int y, int z) {
-        std::size_t const at = index_of(wrap(b.x0 + x, g.nx), wrap(b.y0 + y, g.ny), wrap(b.z0 + z, g.nz));
-        std::size_t const c = b.at(x, y, z);
-        for (int f = 0; f < fields; ++f) { level[f * plane + c] = state[f * cells + at]; }
-      });
+      team.template copy_periodic_box<dims, fields>(b, state, g.nx, g.ny, g.nz, level);
       return;
     }
     team.template for_each<dims>(b, [&](int x, int y, int z) {
@@ -961,15 +998,21 @@ struct tile_program {
       sweep_forward(team, prev, b, t, state_from(out, t.x0, t.y0, t.z0), first + static_cast<std::size_t>(k - 1),
                     nullptr);
     } else {
-      // Over the tile's cells inside the grid (an inner tile's are all of them): no test per cell.
-      box const own = Inner ? t : inside_part(t);
-      shift sh = by(r.forward);
-      if constexpr (!Inner) { sh = between(b, own); }
+      // Over the tile's cells inside the grid (an inner tile's are all of them): a team that walks
+      // cells in a loop runs over those alone, with no test per cell to keep its loop from being
+      // vectorised; a team whose threads mask a cell for free tests each (walking the part cut to
+      // the grid instead cost nvcc 12 more registers in Allen–Cahn's general advance, sm_90).
+      constexpr bool masked = !Inner && masking_team<Team>::value;
+      box const own = Inner || masked ? t : inside_part(t);
+      shift const sh = by(r.forward);  // own starts where t does
       std::size_t const cells = g.cells();
       team.template for_each<dims>(own, [&](int x, int y, int z) {
         std::int64_t const gx = own.x0 + x;
         std::int64_t const gy = own.y0 + y;
         std::int64_t const gz = own.z0 + z;
+        if constexpr (masked) {
+          if (!inside(gx, gy, gz)) { return; }
+        }
         T u[forward_taps::size];
         T o[fields];
         gather_taps(prev, b, x, y, z, sh, u);

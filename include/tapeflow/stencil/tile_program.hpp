@@ -877,41 +877,45 @@ struct tile_program {
   {
     if constexpr (Inner && sweeping_team<Team>::value && forward_sweeps) {
       sweep_forward(team, prev, pb, nb, level_of(next, nb), step, observed, wider);
+    } else if constexpr (Inner) {
+      step_cells<false, true>(team, prev, pb, next, nb, step, observed, wider);
     } else {
-      step_cells<Inner>(team, prev, pb, next, nb, step, observed, wider);
+      // Whether a cell may lie outside a fixed grid is decided once a level: a boundary tile of a
+      // periodic grid, or a level inside a fixed one, runs the loop without the test. (An inner
+      // level calls its loop directly: one call deeper, GCC stopped inlining the wave's cells.)
+      decided_once(!within(nb) && g.edge == boundary::fixed, [&](auto edges) {
+        step_cells<decltype(edges)::value, false>(team, prev, pb, next, nb, step, observed, wider);
+      });
     }
   }
-  /// step_level cell by cell.
-  template <bool Inner, class Team>
+  /// step_level cell by cell; `Edges`: some cells of `nb` may lie outside a fixed grid, each is
+  /// tested (none is, where Edges is false).
+  template <bool Edges, bool Inner, class Team>
   TAPEFLOW_HOST_DEVICE void step_cells(Team const& team, T const* prev, box const& pb, T* next, box const& nb,
                                        std::size_t step, box const* observed, int wider = 0) const
   {
     shift sh = by(r.forward);
     sh.x += wider;
     std::size_t const plane = nb.cells();
-    bool const inside_all = Inner || within(nb);  // then no cell is outside a fixed grid, none needs deciding
-    // Whether a cell may lie outside a fixed grid is decided once a level: a boundary tile of a
-    // periodic grid, or a level inside a fixed one, runs the loop without the test.
-    decided_once(!inside_all && g.edge == boundary::fixed, [&](auto edges) {
-      team.template for_each<dims>(nb, [&](int x, int y, int z) {
-        std::size_t const c = nb.at(x, y, z);
-        if constexpr (decltype(edges)::value) {
-          if (!in_domain(nb.x0 + x, nb.y0 + y, nb.z0 + z)) {
-            for (int f = 0; f < fields; ++f) { next[f * plane + c] = g.ghost; }
-            return;
-          }
+    bool const inside_all = Inner || within(nb);  // nothing to wrap for a cell's coefficients
+    team.template for_each<dims>(nb, [&](int x, int y, int z) {
+      std::size_t const c = nb.at(x, y, z);
+      if constexpr (Edges) {
+        if (!in_domain(nb.x0 + x, nb.y0 + y, nb.z0 + z)) {
+          for (int f = 0; f < fields; ++f) { next[f * plane + c] = g.ghost; }
+          return;
         }
-        T u[forward_taps::size];
-        T out[fields];
-        gather_taps(prev, pb, x, y, z, sh, u);
-        forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z, inside_all);
-        for (int f = 0; f < fields; ++f) { next[f * plane + c] = out[f]; }
-        if constexpr (observes_v<S>) {
-          if (observed != nullptr && owns<Inner>(*observed, nb, x, y, z)) {
-            observe_cell(out, step + 1, nb.x0 + x, nb.y0 + y, nb.z0 + z);
-          }
+      }
+      T u[forward_taps::size];
+      T out[fields];
+      gather_taps(prev, pb, x, y, z, sh, u);
+      forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z, inside_all);
+      for (int f = 0; f < fields; ++f) { next[f * plane + c] = out[f]; }
+      if constexpr (observes_v<S>) {
+        if (observed != nullptr && owns<Inner>(*observed, nb, x, y, z)) {
+          observe_cell(out, step + 1, nb.x0 + x, nb.y0 + y, nb.z0 + z);
         }
-      });
+      }
     });
   }
 
@@ -1200,8 +1204,8 @@ struct tile_program {
       } else {
         std::size_t const plane = b.cells();
         bool const taps_inside = Inner || within(grown(b, dims, coefficient_reach()));  // and so every cell of b
-        // Whether a cell may lie outside a fixed grid: decided once a level, as step_cells does.
-        decided_once(!taps_inside && g.edge == boundary::fixed, [&](auto edges) {
+        // Whether a cell may lie outside a fixed grid: decided once a level, as step_level does.
+        auto const cells = [&](auto edges) {
           team.template for_each<dims>(b, [&](int x, int y, int z) {
             std::size_t const c = b.at(x, y, z);
             T lambda[fields];
@@ -1217,7 +1221,12 @@ struct tile_program {
               add_parameter_adjoint(u, ub, next, lb, b, x, y, z, step, dc);
             }
           });
-        });
+        };
+        if constexpr (Inner) {
+          cells(std::false_type{});
+        } else {
+          decided_once(!taps_inside && g.edge == boundary::fixed, cells);
+        }
       }
       team.sync();
       lb = b;

@@ -70,7 +70,7 @@ mutations=(
   "program|stencil: scatter reads the tap's cell's coefficients|          own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c, taps_inside);|          own_coefficients(b.x0 + x, b.y0 + y, b.z0 + z, c, taps_inside);"
   "program|stencil: a segment's first dL/dc dropped|        if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, own, x, y, z, first, dc); }|"
   "program|stencil: a segment's first state not observed|        observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);|        static_cast<void>(u);"
-  "program|stencil: a level's box taken as inside the grid|Inner || within(nb);  // nothing to wrap|true;  // nothing to wrap"
+  "program|stencil: a level's box taken as inside the grid|within(nb);  // nothing to wrap|true;  // nothing to wrap"
   "program|stencil: an adjoint's taps taken as inside the grid|within(grown(b, dims, coefficient_reach()));  // and so|true;  // and so"
   "program|stencil: a boundary level's fixed edges never decided|      decided_once(!within(nb) && g.edge == boundary::fixed, [&](auto edges) {|      decided_once(false, [&](auto edges) {"
   "program|stencil: a boundary tile's last level past the grid's last row|    cut(t.y0, t.ey, g.ny);|    static_cast<void>(cut);"

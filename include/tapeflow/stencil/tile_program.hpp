@@ -366,12 +366,6 @@ struct tile_program {
 
   // ---- where a grid coordinate lies ---------------------------------------------------------------
 
-  /// v mod n in [0, n): one add or subtract for a halo that reaches less than a grid past the
-  /// edge (the common case, no division), a remainder otherwise.
-  [[nodiscard]] TAPEFLOW_HOST_DEVICE static std::int64_t wrap(std::int64_t v, std::size_t n) noexcept
-  {
-    return wrapped(v, n);
-  }
   /// The coordinate along the outer cut axis (the last of the stencil's axes), and along the
   /// inner (the one before it; none in 1-D).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE static constexpr std::int64_t along_cut(std::int64_t x, std::int64_t y,
@@ -450,9 +444,9 @@ struct tile_program {
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t cell_of(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
   {
     if (g.edge == boundary::periodic) {
-      if (!cut_axis(0)) { x = wrap(x, g.nx); }
-      if (!cut_axis(1)) { y = wrap(y, g.ny); }
-      if (!cut_axis(2)) { z = wrap(z, g.nz); }
+      if (!cut_axis(0)) { x = wrapped(x, g.nx); }
+      if (!cut_axis(1)) { y = wrapped(y, g.ny); }
+      if (!cut_axis(2)) { z = wrapped(z, g.nz); }
     }
     return index_of(x, y, z);
   }
@@ -477,9 +471,9 @@ struct tile_program {
         std::int64_t const lo = so < 0 ? co + d : so > 0 ? co - no : co;
         std::int64_t const li = block_split() ? (si < 0 ? ci + d : si > 0 ? ci - ni : ci)
                                 : dims == 1      ? 0
-                                : periodic       ? wrap(ci, static_cast<std::size_t>(ni))
+                                : periodic       ? wrapped(ci, static_cast<std::size_t>(ni))
                                                  : ci;
-        std::int64_t const lr = dims == 3 ? (periodic ? wrap(x, g.nx) : x) : 0;
+        std::int64_t const lr = dims == 3 ? (periodic ? wrapped(x, g.nx) : x) : 0;
         ghost_layout const layout = ghosts_of(ghosts.depth);
         int const p = ghost_layout::piece_of(so, si);
         return ghosts.values[layout.offset(f, p) + layout.at(p, static_cast<std::size_t>(lo),
@@ -497,19 +491,19 @@ struct tile_program {
   {
     bool const periodic = !inside && g.edge == boundary::periodic;
     if (periodic) {
-      if (!cut_axis(0)) { x = wrap(x, g.nx); }
-      if (!cut_axis(1)) { y = wrap(y, g.ny); }
-      if (!cut_axis(2)) { z = wrap(z, g.nz); }
+      if (!cut_axis(0)) { x = wrapped(x, g.nx); }
+      if (!cut_axis(1)) { y = wrapped(y, g.ny); }
+      if (!cut_axis(2)) { z = wrapped(z, g.nz); }
     }
     if (split()) {
       std::int64_t* const cut = dims == 1 ? &x : dims == 2 ? &y : &z;
       *cut += slab.offset;
-      if (periodic) { *cut = wrap(*cut, static_cast<std::size_t>(slab.global)); }
+      if (periodic) { *cut = wrapped(*cut, static_cast<std::size_t>(slab.global)); }
     }
     if (block_split()) {
       std::int64_t* const cut = dims == 2 ? &x : &y;
       *cut += slab.inner_offset;
-      if (periodic) { *cut = wrap(*cut, static_cast<std::size_t>(slab.inner_global)); }
+      if (periodic) { *cut = wrapped(*cut, static_cast<std::size_t>(slab.inner_global)); }
     }
     return {step, x, y, z, c};
   }

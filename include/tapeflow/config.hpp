@@ -32,6 +32,15 @@
 #define TAPEFLOW_UNROLL_BY(n)
 #endif
 
+// A host function kept out of line, for a path rarely taken inside code that host compilers inline
+// whole (the CPU runner's flattened tile programs, tapeflow/stencil/cpu.hpp): a GPU compiler inlines
+// it as usual.
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+#define TAPEFLOW_HOST_NOINLINE __attribute__((noinline))
+#else
+#define TAPEFLOW_HOST_NOINLINE
+#endif
+
 #define TAPEFLOW_VERSION_MAJOR 0
 #define TAPEFLOW_VERSION_MINOR 1
 #define TAPEFLOW_VERSION_PATCH 0

@@ -20,6 +20,17 @@
 #include <utility>
 #include <vector>
 
+// A function compiled with every call inside it inlined, however deep (GCC and Clang): a tile's
+// program, so that its level loops, its per-cell functions and the stencil's own math are one loop
+// nest that the compiler optimises whole, rather than calls it weighs one by one against its growth
+// limits. (Left to those limits, GCC kept the wave's per-cell functions out of line, 40 % of its
+// samples, and a change elsewhere in the program moved which ones: docs/benchmarks.md.)
+#if defined(__GNUC__) || defined(__clang__)
+#define TAPEFLOW_FLATTEN __attribute__((flatten))
+#else
+#define TAPEFLOW_FLATTEN
+#endif
+
 namespace tapeflow::stencil {
 
 /// Runs the tile program of stencil S on the CPU backend's threads (segment_step's Runner).
@@ -48,8 +59,7 @@ class cpu_runner {
       tile_rect const inner = program.inner_tiles(program.advance_reach(k));
       each_tile(tiles, program.advance_scratch(k), [&](std::size_t t, T* scratch) {
         by_kind(inner.holds(t), [&](auto kind) {
-          program.template advance<decltype(kind)::value>(solo_team{}, program.tile_box(t), first, k, in, out,
-                                                         scratch);
+          advance_tile<decltype(kind)::value>(program, t, first, k, in, out, scratch);
         });
       });
     }, s);
@@ -63,8 +73,7 @@ class cpu_runner {
       tile_rect const inner = program.inner_tiles(program.reverse_reach(k));
       each_tile(tiles, program.reverse_scratch(k), [&](std::size_t t, T* scratch) {
         by_kind(inner.holds(t), [&](auto kind) {
-          program.template reverse<decltype(kind)::value>(solo_team{}, program.tile_box(t), first, k, checkpoint,
-                                                         lambda_out, lambda_in, dc, scratch);
+          reverse_tile<decltype(kind)::value>(program, t, first, k, checkpoint, lambda_out, lambda_in, dc, scratch);
         });
       });
     }, s);
@@ -79,6 +88,23 @@ class cpu_runner {
   }
 
  private:
+  /// Tile t's forward and reverse (tile_program's advance and reverse on one thread), each compiled
+  /// as one function (TAPEFLOW_FLATTEN).
+  template <bool Inner>
+  TAPEFLOW_FLATTEN static void advance_tile(tile_program<S> const& program, std::size_t t, std::size_t first, int k,
+                                            T const* in, T* out, T* scratch)
+  {
+    program.template advance<Inner>(solo_team{}, program.tile_box(t), first, k, in, out, scratch);
+  }
+  template <bool Inner>
+  TAPEFLOW_FLATTEN static void reverse_tile(tile_program<S> const& program, std::size_t t, std::size_t first, int k,
+                                            T const* checkpoint, T const* lambda_out, T* lambda_in, T* dc,
+                                            T* scratch)
+  {
+    program.template reverse<Inner>(solo_team{}, program.tile_box(t), first, k, checkpoint, lambda_out, lambda_in,
+                                    dc, scratch);
+  }
+
   void zero_tail(T* state) const { std::fill(state + program_.used_values(), state + state_size(), T(0)); }
 
   /// Calls work(tile, scratch) for every tile of `tiles`, in parallel, with `values` of scratch per

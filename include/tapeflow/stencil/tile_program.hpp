@@ -450,6 +450,31 @@ struct tile_program {
     }
     return index_of(x, y, z);
   }
+  /// value_at of a cell beyond the part's faces, (co, ci) its coordinates along the cut axes and
+  /// (so, si) the side of each it lies past (-1, 0, 1), one of them not 0: from the ghost cells, 0
+  /// past them. Out of line on the host (TAPEFLOW_HOST_NOINLINE): few cells take it.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE TAPEFLOW_HOST_NOINLINE T ghost_value(ghost_planes<T> const& ghosts, int f,
+                                                                         std::int64_t x, std::int64_t co,
+                                                                         std::int64_t ci, int so, int si) const noexcept
+  {
+    auto const no = static_cast<std::int64_t>(g.extent(dims - 1));
+    auto const ni = static_cast<std::int64_t>(dims == 1 ? 1 : g.extent(dims - 2));
+    // Past the ghost cells lie only cells of a tile that reaches beyond the part's face: no cell of
+    // the part depends on them within the segment, and they are never written.
+    std::int64_t const d = ghosts.depth;
+    if (co < -d || co >= no + d || (block_split() && (ci < -d || ci >= ni + d))) { return T(0); }
+    bool const periodic = g.edge == boundary::periodic;
+    std::int64_t const lo = so < 0 ? co + d : so > 0 ? co - no : co;
+    std::int64_t const li = block_split() ? (si < 0 ? ci + d : si > 0 ? ci - ni : ci)
+                            : dims == 1      ? 0
+                            : periodic       ? wrapped(ci, static_cast<std::size_t>(ni))
+                                             : ci;
+    std::int64_t const lr = dims == 3 ? (periodic ? wrapped(x, g.nx) : x) : 0;
+    ghost_layout const layout = ghosts_of(ghosts.depth);
+    int const p = ghost_layout::piece_of(so, si);
+    return ghosts.values[layout.offset(f, p) + layout.at(p, static_cast<std::size_t>(lo), static_cast<std::size_t>(li),
+                                                         static_cast<std::size_t>(lr))];
+  }
   /// The value of field `f` at (x, y, z) of `state`, where (x, y, z) lies in the whole grid: from
   /// the state, or from the ghost cells beyond the part's faces (ghosts.hpp's layout).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE T value_at(T const* state, ghost_planes<T> const& ghosts, int f, std::int64_t x,
@@ -462,23 +487,7 @@ struct tile_program {
       auto const ni = static_cast<std::int64_t>(dims == 1 ? 1 : g.extent(dims - 2));
       int const so = co < 0 ? -1 : co >= no ? 1 : 0;
       int const si = !block_split() ? 0 : ci < 0 ? -1 : ci >= ni ? 1 : 0;
-      if (so != 0 || si != 0) {
-        // Past the ghost cells lie only cells of a tile that reaches beyond the part's face: no
-        // cell of the part depends on them within the segment, and they are never written.
-        std::int64_t const d = ghosts.depth;
-        if (co < -d || co >= no + d || (block_split() && (ci < -d || ci >= ni + d))) { return T(0); }
-        bool const periodic = g.edge == boundary::periodic;
-        std::int64_t const lo = so < 0 ? co + d : so > 0 ? co - no : co;
-        std::int64_t const li = block_split() ? (si < 0 ? ci + d : si > 0 ? ci - ni : ci)
-                                : dims == 1      ? 0
-                                : periodic       ? wrapped(ci, static_cast<std::size_t>(ni))
-                                                 : ci;
-        std::int64_t const lr = dims == 3 ? (periodic ? wrapped(x, g.nx) : x) : 0;
-        ghost_layout const layout = ghosts_of(ghosts.depth);
-        int const p = ghost_layout::piece_of(so, si);
-        return ghosts.values[layout.offset(f, p) + layout.at(p, static_cast<std::size_t>(lo),
-                                                             static_cast<std::size_t>(li), static_cast<std::size_t>(lr))];
-      }
+      if (so != 0 || si != 0) { return ghost_value(ghosts, f, x, co, ci, so, si); }
     }
     return state[static_cast<std::size_t>(f) * g.cells() + cell_of(x, y, z)];
   }

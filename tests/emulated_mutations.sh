@@ -72,7 +72,7 @@ mutations=(
   "program|stencil: a segment's first state not observed|        observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);|        static_cast<void>(u);"
   "program|stencil: a level's box taken as inside the grid|within(nb);  // nothing to wrap|true;  // nothing to wrap"
   "program|stencil: an adjoint's taps taken as inside the grid|within(grown(b, dims, coefficient_reach()));  // and so|true;  // and so"
-  "program|stencil: a boundary level's fixed edges never decided|      decided_once(!within(nb) && g.edge == boundary::fixed, [&](auto edges) {|      decided_once(false, [&](auto edges) {"
+  "program|stencil: a boundary level's fixed edges never decided|      decided_once(!Inner && !within(nb) && g.edge == boundary::fixed, [&](auto edges) {|      decided_once(false, [&](auto edges) {"
   "program|stencil: a boundary tile's last level past the grid's last row|    cut(t.y0, t.ey, g.ny);|    static_cast<void>(cut);"
   "program|stencil: inner tiles one row too many|    rect.row_last = static_cast<std::uint32_t>(last[row]);|    rect.row_last = static_cast<std::uint32_t>(last[row] + 1);"
   "program|stencil: a box one row past the grid copied|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) &&|b.y0 + b.ey <= static_cast<std::int64_t>(g.ny) + 1 &&"

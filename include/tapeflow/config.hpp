@@ -41,6 +41,26 @@
 #define TAPEFLOW_HOST_NOINLINE
 #endif
 
+// A host function compiled with every call inside it inlined, however deep (GCC and Clang): the CPU
+// runner's tile programs (tapeflow/stencil/cpu.hpp), so that its level loops, its per-cell functions and the stencil's own math are one loop
+// nest that the compiler optimises whole, rather than calls it weighs one by one against its growth
+// limits. (Left to those limits, GCC kept the wave's per-cell functions out of line, 40 % of its
+// samples, and a change elsewhere in the program moved which ones: docs/benchmarks.md.) Not under
+// AddressSanitizer: a build that checks memory, not speed, where the flattened programs more than
+// doubled the wave's compile time (39 -> 89 s); the code and its bits are the same either way.
+#if defined(__SANITIZE_ADDRESS__)
+#define TAPEFLOW_SANITIZED_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TAPEFLOW_SANITIZED_BUILD 1
+#endif
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(TAPEFLOW_SANITIZED_BUILD)
+#define TAPEFLOW_FLATTEN __attribute__((flatten))
+#else
+#define TAPEFLOW_FLATTEN
+#endif
+
 #define TAPEFLOW_VERSION_MAJOR 0
 #define TAPEFLOW_VERSION_MINOR 1
 #define TAPEFLOW_VERSION_PATCH 0

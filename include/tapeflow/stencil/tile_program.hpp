@@ -880,14 +880,11 @@ struct tile_program {
   {
     if constexpr (Inner && sweeping_team<Team>::value && forward_sweeps) {
       sweep_forward(team, prev, pb, nb, level_of(next, nb), step, observed, wider);
-    } else if constexpr (Inner) {
-      step_cells<false, true>(team, prev, pb, next, nb, step, observed, wider);
     } else {
-      // Whether a cell may lie outside a fixed grid is decided once a level: a boundary tile of a
-      // periodic grid, or a level inside a fixed one, runs the loop without the test. (An inner
-      // level calls its loop directly: one call deeper, GCC stopped inlining the wave's cells.)
-      decided_once(!within(nb) && g.edge == boundary::fixed, [&](auto edges) {
-        step_cells<decltype(edges)::value, false>(team, prev, pb, next, nb, step, observed, wider);
+      // Whether a cell may lie outside a fixed grid is decided once a level: an inner tile, a
+      // boundary tile of a periodic grid, or a level inside a fixed one runs the loop without the test.
+      decided_once(!Inner && !within(nb) && g.edge == boundary::fixed, [&](auto edges) {
+        step_cells<decltype(edges)::value, Inner>(team, prev, pb, next, nb, step, observed, wider);
       });
     }
   }
@@ -1208,7 +1205,7 @@ struct tile_program {
         std::size_t const plane = b.cells();
         bool const taps_inside = Inner || within(grown(b, dims, coefficient_reach()));  // and so every cell of b
         // Whether a cell may lie outside a fixed grid: decided once a level, as step_level does.
-        auto const cells = [&](auto edges) {
+        decided_once(!taps_inside && g.edge == boundary::fixed, [&](auto edges) {
           team.template for_each<dims>(b, [&](int x, int y, int z) {
             std::size_t const c = b.at(x, y, z);
             T lambda[fields];
@@ -1224,12 +1221,7 @@ struct tile_program {
               add_parameter_adjoint(u, ub, next, lb, b, x, y, z, step, dc);
             }
           });
-        };
-        if constexpr (Inner) {
-          cells(std::false_type{});
-        } else {
-          decided_once(!taps_inside && g.edge == boundary::fixed, cells);
-        }
+        });
       }
       team.sync();
       lb = b;

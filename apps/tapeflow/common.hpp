@@ -138,7 +138,7 @@ class progress_bar {
   bool enabled_;
 };
 
-/// "tapeflow run lbm: nx = 64, ..., f32, backend cpu (host CPU (2 threads))".
+/// "tapeflow run lbm: nx = 64, ..., f32, backend cpu (host CPU (2 threads, AVX2))".
 void print_header(command cmd, workload const& w, std::string const& sizes, std::string const& dtype, backend kind);
 /// What a tape will do, or did: the chain's tiling and tiers, one layer's tiling, or the
 /// workload's own lines (a per-thread arena).

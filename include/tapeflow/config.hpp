@@ -61,6 +61,23 @@
 #define TAPEFLOW_FLATTEN
 #endif
 
+// A host function compiled twice, for the x86-64 baseline and for AVX2, the copy chosen once, when
+// the program loads, by the CPU it runs on (GCC's target_clones: an ifunc, so glibc on x86-64): the
+// CPU's compute-bound loops, the stencil tile programs and the stencil workloads' one-step kernels,
+// get 256-bit vectors wherever the CPU has them, from one portable binary. Neither copy uses FMA,
+// so both compute the same bits (an FMA rounds once where a multiply and an add round twice). Empty
+// elsewhere (Clang, other CPUs, device compilers' passes), under AddressSanitizer (one copy is
+// enough to check memory), and where the build turns it off (TAPEFLOW_CPU_CLONES=OFF in CMake,
+// which defines TAPEFLOW_NO_CPU_CLONES: for a build that targets its CPU with -march already).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
+  !defined(__CUDACC__) && !defined(__HIPCC__) && !defined(TAPEFLOW_SANITIZED_BUILD) &&        \
+  !defined(TAPEFLOW_NO_CPU_CLONES)
+#define TAPEFLOW_CPU_CLONES __attribute__((target_clones("avx2", "default")))
+#define TAPEFLOW_HAS_CPU_CLONES 1
+#else
+#define TAPEFLOW_CPU_CLONES
+#endif
+
 #define TAPEFLOW_VERSION_MAJOR 0
 #define TAPEFLOW_VERSION_MINOR 1
 #define TAPEFLOW_VERSION_PATCH 0

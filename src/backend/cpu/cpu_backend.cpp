@@ -6,6 +6,7 @@
 #include "backend/backend_ops.hpp"
 #include "backend/cpu/cpu_stream.hpp"
 
+#include <tapeflow/config.hpp>
 #include <tapeflow/cpu/thread_pool.hpp>
 #include <tapeflow/error.hpp>
 
@@ -33,13 +34,23 @@ std::string cpu_unavailable_reason() { return {}; }
 
 bool cpu_device_unusable() noexcept { return false; }
 
+/// ", AVX2" where the AVX2 copies of the CPU's cloned loops run (TAPEFLOW_CPU_CLONES, config.hpp),
+/// else nothing: the device name says which copy produced a result.
+std::string cloned_loops()
+{
+#if defined(TAPEFLOW_HAS_CPU_CLONES)
+  if (__builtin_cpu_supports("avx2")) { return ", AVX2"; }
+#endif
+  return {};
+}
+
 device_limits cpu_limits(int ordinal)
 {
   device_limits limits;
   limits.kind = backend::cpu;
   limits.ordinal = ordinal;
   limits.multiprocessors = static_cast<int>(tapeflow::cpu::threads());  // the pool's threads run the steps
-  limits.name = "host CPU (" + std::to_string(limits.multiprocessors) + " threads)";
+  limits.name = "host CPU (" + std::to_string(limits.multiprocessors) + " threads" + cloned_loops() + ")";
   limits.shared_mem_per_block = cpu_staging_bytes;
   limits.shared_mem_per_block_optin = cpu_staging_bytes;
   limits.shared_mem_per_multiprocessor = cpu_staging_bytes;

@@ -71,8 +71,12 @@ struct cpu_step {
   /// The values content tapes u: the record is the input state, which the chain then keeps as the layer.
   [[nodiscard]] bool tapes_state() const noexcept { return content == tape_content::values; }
 
-  /// u' for the rows [r0, r1), and (when `taped` is given) what the tape holds for each cell.
-  void advance_rows(std::size_t r0, std::size_t r1, T const* in, T* out, T* taped) const
+  /// u' for the rows [r0, r1), and (when `taped` is given) what the tape holds for each cell. This
+  /// and reverse_cells are each compiled as one function (TAPEFLOW_FLATTEN) for the baseline and for
+  /// AVX2 (TAPEFLOW_CPU_CLONES), as the segments' tile programs are, so that the two compare on the
+  /// same vectors.
+  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES void advance_rows(std::size_t r0, std::size_t r1, T const* in, T* out,
+                                                         T* taped) const
   {
     for (std::size_t i = r0; i < r1; ++i) {
       T const* const u = in + i * n;
@@ -106,30 +110,35 @@ struct cpu_step {
     std::fill(taped + n * n, taped + tape.size() * cells_per_record<T>, T(0));
   }
 
+  /// The adjoint of the cells [begin, end), whose tape (what tapes_state names) is `taped`.
+  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES void reverse_cells(T const* taped, std::size_t begin, std::size_t end,
+                                                          T const* g_out, T* g_in) const
+  {
+    coefficients<T> const kk = k;
+    for_rows(begin, end, n, [&](std::size_t i, std::size_t j0, std::size_t j1) {
+      T const* const g = g_out + i * n;
+      T const* const up = g_out + wrap_prev(i, n) * n;
+      T const* const down = g_out + wrap_next(i, n) * n;
+      T* const o = g_in + i * n;
+      std::size_t const at = i * n - begin;  // taped[at + j] is cell (i, j); j >= j0 keeps it in the tile
+      if (content == tape_content::values) {
+        for_columns(j0, j1, n, [&](std::size_t j, std::size_t l, std::size_t r) {
+          o[j] = adjoint_cell(taped[at + j], g[j], up[j], down[j], g[l], g[r], kk);
+        });
+      } else {
+        for_columns(j0, j1, n, [&](std::size_t j, std::size_t l, std::size_t r) {
+          o[j] = adjoint_cell_from_partial(taped[at + j], g[j], up[j], down[j], g[l], g[r], kk);
+        });
+      }
+    });
+  }
+
   void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
                stream_view) const
   {
-    std::size_t const cells = n * n;
-    coefficients<T> const kk = k;
     reverse_staged_cells<T, cells_per_record<T>>(
-      tape, plan, cells, staging.get(), [&](T const* taped, std::size_t begin, std::size_t end) {
-        for_rows(begin, end, n, [&](std::size_t i, std::size_t j0, std::size_t j1) {
-          T const* const g = g_out + i * n;
-          T const* const up = g_out + wrap_prev(i, n) * n;
-          T const* const down = g_out + wrap_next(i, n) * n;
-          T* const o = g_in + i * n;
-          std::size_t const at = i * n - begin;  // taped[at + j] is cell (i, j); j >= j0 keeps it in the tile
-          if (content == tape_content::values) {
-            for_columns(j0, j1, n, [&](std::size_t j, std::size_t l, std::size_t r) {
-              o[j] = adjoint_cell(taped[at + j], g[j], up[j], down[j], g[l], g[r], kk);
-            });
-          } else {
-            for_columns(j0, j1, n, [&](std::size_t j, std::size_t l, std::size_t r) {
-              o[j] = adjoint_cell_from_partial(taped[at + j], g[j], up[j], down[j], g[l], g[r], kk);
-            });
-          }
-        });
-      });
+      tape, plan, n * n, staging.get(),
+      [&](T const* taped, std::size_t begin, std::size_t end) { reverse_cells(taped, begin, end, g_out, g_in); });
   }
 };
 

@@ -36,16 +36,14 @@ struct cpu_step {
 
   void forward(std::size_t, T const* in, T* out, stream_view) const
   {
-    cpu::parallel_for(n, cpu::grain_for(n, 4096), [&](std::size_t begin, std::size_t end) {
-      for (std::size_t j = begin; j < end; ++j) { out[j] = step_cell(in[wrap_prev(j, n)], in[j], in[wrap_next(j, n)], k); }
-    });
+    cpu::parallel_for(n, cpu::grain_for(n, 4096),
+                      [&](std::size_t begin, std::size_t end) { forward_cells(begin, end, in, out); });
   }
 
   void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
   {
-    cpu::parallel_for(tape.size(), cpu::grain_for(tape.size(), 1024), [&](std::size_t begin, std::size_t end) {
-      for (std::size_t r = begin; r < end; ++r) { tape.write(r, forward_region(in, out, n, r, k)); }
-    });
+    cpu::parallel_for(tape.size(), cpu::grain_for(tape.size(), 1024),
+                      [&](std::size_t begin, std::size_t end) { augmented_records(begin, end, in, out, tape); });
   }
 
   void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_out, T* g_in,
@@ -54,9 +52,32 @@ struct cpu_step {
     cpu::reverse_windows(
       tape, plan,
       [&](std::size_t, tile_window<record_type> const& window, std::size_t first, std::size_t count) {
-        for (std::size_t r = first; r < first + count; ++r) { reverse_region(window, g_out, g_in, n, r, k); }
+        reverse_records(window, first, count, g_out, g_in);
       },
       staging.get());
+  }
+
+  // The forward's loops, each compiled as one function (TAPEFLOW_FLATTEN) for the baseline and for
+  // AVX2 (TAPEFLOW_CPU_CLONES), as the segments' tile programs are, so that the two compare on the
+  // same vectors. The reverse's loop is not cloned: its AVX2 copy was slower (docs/benchmarks.md,
+  // "AVX2 on the CPUs that have it").
+  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  void forward_cells(std::size_t begin, std::size_t end, T const* in, T* out) const
+  {
+    for (std::size_t j = begin; j < end; ++j) {
+      out[j] = step_cell(in[wrap_prev(j, n)], in[j], in[wrap_next(j, n)], k);
+    }
+  }
+  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  void augmented_records(std::size_t begin, std::size_t end, T const* in, T* out,
+                         tape_writer<record_type> tape) const
+  {
+    for (std::size_t r = begin; r < end; ++r) { tape.write(r, forward_region(in, out, n, r, k)); }
+  }
+  void reverse_records(tile_window<record_type> const& window, std::size_t first, std::size_t count,
+                       T const* g_out, T* g_in) const
+  {
+    for (std::size_t r = first; r < first + count; ++r) { reverse_region(window, g_out, g_in, n, r, k); }
   }
 };
 

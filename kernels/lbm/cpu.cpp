@@ -33,16 +33,14 @@ struct cpu_step {
   void forward(std::size_t, T const* in, T* out, stream_view) const
   {
     std::size_t const cells = nx * ny;
-    cpu::parallel_for(cells, cpu::grain_for(cells, 256), [&](std::size_t begin, std::size_t end) {
-      for (std::size_t cell = begin; cell < end; ++cell) { step_cell(in, out, nx, ny, cell, omega); }
-    });
+    cpu::parallel_for(cells, cpu::grain_for(cells, 256),
+                      [&](std::size_t begin, std::size_t end) { forward_cells(begin, end, in, out); });
   }
 
   void augmented_forward(std::size_t, T const* in, T* out, tape_writer<record_type> tape, stream_view) const
   {
-    cpu::parallel_for(tape.size(), cpu::grain_for(tape.size(), 256), [&](std::size_t begin, std::size_t end) {
-      for (std::size_t r = begin; r < end; ++r) { tape.write(r, forward_region(in, out, nx, ny, r, omega)); }
-    });
+    cpu::parallel_for(tape.size(), cpu::grain_for(tape.size(), 256),
+                      [&](std::size_t begin, std::size_t end) { augmented_records(begin, end, in, out, tape); });
   }
 
   void reverse(std::size_t, tape_reader<record_type> tape, pipeline_plan const& plan, T const* g_next, T* g_f,
@@ -51,9 +49,30 @@ struct cpu_step {
     cpu::reverse_tiles(
       tape, plan,
       [&](std::size_t, record_type const* staged, std::size_t first, std::size_t count) {
-        for (std::size_t i = 0; i < count; ++i) { reverse_region(staged[i], g_next, g_f, nx, ny, first + i, omega); }
+        reverse_records(staged, first, count, g_next, g_f);
       },
       staging.get());
+  }
+
+  // The loops of the three above, each compiled as one function (TAPEFLOW_FLATTEN) for the baseline
+  // and for AVX2 (TAPEFLOW_CPU_CLONES), as the segments' tile programs are, so that the two compare
+  // on the same vectors.
+  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  void forward_cells(std::size_t begin, std::size_t end, T const* in, T* out) const
+  {
+    for (std::size_t cell = begin; cell < end; ++cell) { step_cell(in, out, nx, ny, cell, omega); }
+  }
+  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  void augmented_records(std::size_t begin, std::size_t end, T const* in, T* out,
+                         tape_writer<record_type> tape) const
+  {
+    for (std::size_t r = begin; r < end; ++r) { tape.write(r, forward_region(in, out, nx, ny, r, omega)); }
+  }
+  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  void reverse_records(record_type const* staged, std::size_t first, std::size_t count,
+                       T const* g_next, T* g_f) const
+  {
+    for (std::size_t i = 0; i < count; ++i) { reverse_region(staged[i], g_next, g_f, nx, ny, first + i, omega); }
   }
 };
 

@@ -38,9 +38,8 @@ struct cpu_step {
   {
     std::size_t const cells = g.cells();
     T const* const cur = in + cells;
-    cpu::parallel_for(cells, cpu::grain_for(cells), [&](std::size_t begin, std::size_t end) {
-      for (std::size_t cell = begin; cell < end; ++cell) { advance_cell(in, out, taped, m, g, cell, t); }
-    });
+    cpu::parallel_for(cells, cpu::grain_for(cells),
+                      [&](std::size_t begin, std::size_t end) { advance_cells(t, begin, end, in, out, taped); });
     T misfit = in[2 * cells];
     for (std::size_t r = 0; r < g.receivers(); ++r) {
       T const residual = cur[g.receiver_cell(r)] - d[t * g.receivers() + r];
@@ -62,20 +61,38 @@ struct cpu_step {
                T* dm, stream_view) const
   {
     std::size_t const cells = g.cells();
+    reverse_staged_cells<T, cells_per_record<T>>(
+      tape, plan, cells, staging.get(),
+      [&](T const* taped, std::size_t begin, std::size_t end) {
+        reverse_cells(t, taped, begin, end, g_out, g_in, dm);
+      });
+    g_in[2 * cells] = g_out[2 * cells];
+  }
+
+  // The loops of advance and reverse, each compiled as one function (TAPEFLOW_FLATTEN) for the
+  // baseline and for AVX2 (TAPEFLOW_CPU_CLONES), as the segments' tile programs are, so that the two
+  // compare on the same vectors.
+  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  void advance_cells(std::size_t t, std::size_t begin, std::size_t end, T const* in, T* out,
+                     T* taped) const
+  {
+    for (std::size_t cell = begin; cell < end; ++cell) { advance_cell(in, out, taped, m, g, cell, t); }
+  }
+  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  void reverse_cells(std::size_t t, T const* taped, std::size_t begin, std::size_t end,
+                     T const* g_out, T* g_in, T* dm) const
+  {
+    std::size_t const cells = g.cells();
     T const* const a = g_out;
     T const* const b = g_out + cells;
     T const c = g_out[2 * cells];
-    reverse_staged_cells<T, cells_per_record<T>>(
-      tape, plan, cells, staging.get(), [&](T const* taped, std::size_t begin, std::size_t end) {
-        for (std::size_t cell = begin; cell < end; ++cell) {
-          T const s = taped[2 * (cell - begin)];
-          T const u = taped[2 * (cell - begin) + 1];
-          g_in[cell] = -b[cell];
-          g_in[cells + cell] = current_adjoint(a, b, m, g, cell, c, residual(t, cell, u));
-          dm[cell] += slowness_adjoint(b[cell], s, m[cell], g);
-        }
-      });
-    g_in[2 * cells] = c;
+    for (std::size_t cell = begin; cell < end; ++cell) {
+      T const s = taped[2 * (cell - begin)];
+      T const u = taped[2 * (cell - begin) + 1];
+      g_in[cell] = -b[cell];
+      g_in[cells + cell] = current_adjoint(a, b, m, g, cell, c, residual(t, cell, u));
+      dm[cell] += slowness_adjoint(b[cell], s, m[cell], g);
+    }
   }
 
   /// u_t - d at a receiver's cell, else 0.

@@ -61,6 +61,14 @@
 #define TAPEFLOW_FLATTEN
 #endif
 
+// A hint to bring the cache line at address p toward the host CPU's caches ahead of its use
+// (GCC and Clang); nothing in a device pass, where the GPU's own pipelines stage the data.
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+#define TAPEFLOW_HOST_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define TAPEFLOW_HOST_PREFETCH(p) static_cast<void>(p)
+#endif
+
 // A host function compiled twice, for the x86-64 baseline and for AVX2, the copy chosen once, when
 // the program loads, by the CPU it runs on (GCC's target_clones: an ifunc, so glibc on x86-64): the
 // CPU's compute-bound loops, the stencil tile programs and the stencil workloads' one-step kernels,

@@ -100,6 +100,11 @@ struct solo_team {
       }
     }
   }
+  /// Rows of a box the copies below prefetch ahead of the row they copy. A box's rows lie a grid
+  /// row apart, a stride the CPU's prefetchers do not follow, so without the hint each row's first
+  /// lines wait on memory.
+  static constexpr int rows_ahead = 8;
+
   /// dst[f * b.cells() + i] = src[f * field_stride + z * plane + y * row + x] for each cell
   /// i = (x, y, z) of `b` and field f < Fields: a box lying inside the source array.
   template <int Fields, class T>
@@ -110,13 +115,23 @@ struct solo_team {
     for (int f = 0; f < Fields; ++f) {
       T* to = dst + static_cast<std::size_t>(f) * dst_field;
       for (int z = 0; z < b.ez; ++z) {
+        T const* const rows = src + static_cast<std::size_t>(f) * field_stride + static_cast<std::size_t>(z) * plane;
+        for (int y = 0; y < rows_ahead && y < b.ey; ++y) { prefetch_run(rows + static_cast<std::size_t>(y) * row, b.ex); }
         for (int y = 0; y < b.ey; ++y) {
-          T const* const from = src + static_cast<std::size_t>(f) * field_stride + static_cast<std::size_t>(z) * plane +
-                                static_cast<std::size_t>(y) * row;
+          if (y + rows_ahead < b.ey) { prefetch_run(rows + static_cast<std::size_t>(y + rows_ahead) * row, b.ex); }
+          T const* const from = rows + static_cast<std::size_t>(y) * row;
           for (int x = 0; x < b.ex; ++x) { *to++ = from[x]; }
         }
       }
     }
+  }
+  /// Hints the cache lines of the n values from p toward the caches (TAPEFLOW_HOST_PREFETCH).
+  template <class T>
+  TAPEFLOW_HOST_DEVICE static void prefetch_run(T const* p, int n) noexcept
+  {
+    constexpr int per_line = static_cast<int>(64 / sizeof(T));
+    for (int i = 0; i < n; i += per_line) { TAPEFLOW_HOST_PREFETCH(p + i); }
+    if (n > 0) { TAPEFLOW_HOST_PREFETCH(p + n - 1); }
   }
   /// dst[f * b.cells() + i] = src[f * nx * ny * nz + the cell of (x0 + x, y0 + y, z0 + z) wrapped
   /// onto the periodic nx x ny x nz grid] for each cell i = (x, y, z) of `b` and field f < Fields: a

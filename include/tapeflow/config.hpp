@@ -86,6 +86,10 @@
 #define TAPEFLOW_CPU_CLONES
 #endif
 
+// A CPU hot loop: compiled as one function (TAPEFLOW_FLATTEN), in a baseline and an AVX2 copy
+// (TAPEFLOW_CPU_CLONES). The CPU runner's tile programs and the stencil workloads' one-step loops.
+#define TAPEFLOW_CPU_KERNEL TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+
 #define TAPEFLOW_VERSION_MAJOR 0
 #define TAPEFLOW_VERSION_MINOR 1
 #define TAPEFLOW_VERSION_PATCH 0

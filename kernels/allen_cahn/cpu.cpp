@@ -75,8 +75,8 @@ struct cpu_step {
   /// and reverse_cells are each compiled as one function (TAPEFLOW_FLATTEN) for the baseline and for
   /// AVX2 (TAPEFLOW_CPU_CLONES), as the segments' tile programs are, so that the two compare on the
   /// same vectors.
-  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES void advance_rows(std::size_t r0, std::size_t r1, T const* in, T* out,
-                                                         T* taped) const
+  TAPEFLOW_CPU_KERNEL void advance_rows(std::size_t r0, std::size_t r1, T const* in, T* out,
+                                        T* taped) const
   {
     for (std::size_t i = r0; i < r1; ++i) {
       T const* const u = in + i * n;
@@ -111,8 +111,8 @@ struct cpu_step {
   }
 
   /// The adjoint of the cells [begin, end), whose tape (what tapes_state names) is `taped`.
-  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES void reverse_cells(T const* taped, std::size_t begin, std::size_t end,
-                                                          T const* g_out, T* g_in) const
+  TAPEFLOW_CPU_KERNEL void reverse_cells(T const* taped, std::size_t begin, std::size_t end,
+                                         T const* g_out, T* g_in) const
   {
     coefficients<T> const kk = k;
     for_rows(begin, end, n, [&](std::size_t i, std::size_t j0, std::size_t j1) {

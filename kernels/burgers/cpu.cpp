@@ -52,32 +52,26 @@ struct cpu_step {
     cpu::reverse_windows(
       tape, plan,
       [&](std::size_t, tile_window<record_type> const& window, std::size_t first, std::size_t count) {
-        reverse_records(window, first, count, g_out, g_in);
+        for (std::size_t r = first; r < first + count; ++r) { reverse_region(window, g_out, g_in, n, r, k); }
       },
       staging.get());
   }
 
-  // The forward's loops, each compiled as one function (TAPEFLOW_FLATTEN) for the baseline and for
-  // AVX2 (TAPEFLOW_CPU_CLONES), as the segments' tile programs are, so that the two compare on the
-  // same vectors. The reverse's loop is not cloned: its AVX2 copy was slower (docs/benchmarks.md,
-  // "AVX2 on the CPUs that have it").
-  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  // The forward's loops, each a TAPEFLOW_CPU_KERNEL as the segments' tile programs are, so that the
+  // two compare on the same vectors. The reverse's loop (above) is not: its AVX2 copy was slower
+  // (docs/benchmarks.md, "AVX2 on the CPUs that have it").
+  TAPEFLOW_CPU_KERNEL
   void forward_cells(std::size_t begin, std::size_t end, T const* in, T* out) const
   {
     for (std::size_t j = begin; j < end; ++j) {
       out[j] = step_cell(in[wrap_prev(j, n)], in[j], in[wrap_next(j, n)], k);
     }
   }
-  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  TAPEFLOW_CPU_KERNEL
   void augmented_records(std::size_t begin, std::size_t end, T const* in, T* out,
                          tape_writer<record_type> tape) const
   {
     for (std::size_t r = begin; r < end; ++r) { tape.write(r, forward_region(in, out, n, r, k)); }
-  }
-  void reverse_records(tile_window<record_type> const& window, std::size_t first, std::size_t count,
-                       T const* g_out, T* g_in) const
-  {
-    for (std::size_t r = first; r < first + count; ++r) { reverse_region(window, g_out, g_in, n, r, k); }
   }
 };
 

@@ -57,18 +57,18 @@ struct cpu_step {
   // The loops of the three above, each compiled as one function (TAPEFLOW_FLATTEN) for the baseline
   // and for AVX2 (TAPEFLOW_CPU_CLONES), as the segments' tile programs are, so that the two compare
   // on the same vectors.
-  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  TAPEFLOW_CPU_KERNEL
   void forward_cells(std::size_t begin, std::size_t end, T const* in, T* out) const
   {
     for (std::size_t cell = begin; cell < end; ++cell) { step_cell(in, out, nx, ny, cell, omega); }
   }
-  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  TAPEFLOW_CPU_KERNEL
   void augmented_records(std::size_t begin, std::size_t end, T const* in, T* out,
                          tape_writer<record_type> tape) const
   {
     for (std::size_t r = begin; r < end; ++r) { tape.write(r, forward_region(in, out, nx, ny, r, omega)); }
   }
-  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  TAPEFLOW_CPU_KERNEL
   void reverse_records(record_type const* staged, std::size_t first, std::size_t count,
                        T const* g_next, T* g_f) const
   {

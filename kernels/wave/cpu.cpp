@@ -72,13 +72,13 @@ struct cpu_step {
   // The loops of advance and reverse, each compiled as one function (TAPEFLOW_FLATTEN) for the
   // baseline and for AVX2 (TAPEFLOW_CPU_CLONES), as the segments' tile programs are, so that the two
   // compare on the same vectors.
-  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  TAPEFLOW_CPU_KERNEL
   void advance_cells(std::size_t t, std::size_t begin, std::size_t end, T const* in, T* out,
                      T* taped) const
   {
     for (std::size_t cell = begin; cell < end; ++cell) { advance_cell(in, out, taped, m, g, cell, t); }
   }
-  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES
+  TAPEFLOW_CPU_KERNEL
   void reverse_cells(std::size_t t, T const* taped, std::size_t begin, std::size_t end,
                      T const* g_out, T* g_in, T* dm) const
   {

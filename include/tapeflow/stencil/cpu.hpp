@@ -80,17 +80,17 @@ class cpu_runner {
   /// Tile t's forward and reverse (tile_program's advance and reverse on one thread), each compiled
   /// as one function (TAPEFLOW_FLATTEN), for the x86-64 baseline and for AVX2 (TAPEFLOW_CPU_CLONES).
   template <bool Inner>
-  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES static void advance_tile(tile_program<S> const& program, std::size_t t,
-                                                                std::size_t first, int k, T const* in, T* out,
-                                                                T* scratch)
+  TAPEFLOW_CPU_KERNEL static void advance_tile(tile_program<S> const& program, std::size_t t,
+                                               std::size_t first, int k, T const* in, T* out,
+                                               T* scratch)
   {
     program.template advance<Inner>(solo_team{}, program.tile_box(t), first, k, in, out, scratch);
   }
   template <bool Inner>
-  TAPEFLOW_FLATTEN TAPEFLOW_CPU_CLONES static void reverse_tile(tile_program<S> const& program, std::size_t t,
-                                                                std::size_t first, int k, T const* checkpoint,
-                                                                T const* lambda_out, T* lambda_in, T* dc,
-                                                                T* scratch)
+  TAPEFLOW_CPU_KERNEL static void reverse_tile(tile_program<S> const& program, std::size_t t,
+                                               std::size_t first, int k, T const* checkpoint,
+                                               T const* lambda_out, T* lambda_in, T* dc,
+                                               T* scratch)
   {
     program.template reverse<Inner>(solo_team{}, program.tile_box(t), first, k, checkpoint, lambda_out, lambda_in,
                                     dc, scratch);

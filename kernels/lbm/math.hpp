@@ -95,6 +95,7 @@ TAPEFLOW_HOST_DEVICE moments<T> moments_of(T const (&f)[directions]) noexcept
   T rho = 0;
   T mx = 0;
   T my = 0;
+  TAPEFLOW_HOST_UNROLL
   for (int i = 0; i < directions; ++i) {
     rho += f[i];
     mx += T(cx(i)) * f[i];
@@ -128,6 +129,7 @@ TAPEFLOW_HOST_DEVICE velocity<T> collide(T const (&f)[directions], T omega, T (&
 {
   moments<T> const m = moments_of(f);
   T const usq = squared(m.u);
+  TAPEFLOW_HOST_UNROLL
   for (int i = 0; i < directions; ++i) { post[i] = relaxed(f[i], i, m, usq, omega); }
   return m.u;
 }
@@ -142,6 +144,7 @@ TAPEFLOW_HOST_DEVICE void collide_adjoint(velocity<T> u, T const (&gbar)[directi
   T a = 0;
   T bx = 0;
   T by = 0;
+  TAPEFLOW_HOST_UNROLL
   for (int i = 0; i < directions; ++i) {
     T const cxi = T(cx(i));
     T const cyi = T(cy(i));
@@ -151,6 +154,7 @@ TAPEFLOW_HOST_DEVICE void collide_adjoint(velocity<T> u, T const (&gbar)[directi
     bx += wg * (T(3) * cxi + T(9) * cu * cxi - T(3) * u.x);
     by += wg * (T(3) * cyi + T(9) * cu * cyi - T(3) * u.y);
   }
+  TAPEFLOW_HOST_UNROLL
   for (int j = 0; j < directions; ++j) {
     g[j] = (T(1) - omega) * gbar[j] + omega * (a + bx * T(cx(j)) + by * T(cy(j)));
   }

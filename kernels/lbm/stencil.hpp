@@ -58,8 +58,10 @@ struct stencil {
 
   TAPEFLOW_HOST_DEVICE void forward(T const* u, T* out) const
   {
+    TAPEFLOW_HOST_UNROLL
     for (int i = 0; i < directions; ++i) {
       T f[directions];  // the cell x - c_i
+      TAPEFLOW_HOST_UNROLL
       for (int j = 0; j < directions; ++j) { f[j] = u[i * directions + j]; }
       moments<T> const m = moments_of(f);
       out[i] = relaxed(f[i], i, m, squared(m.u), omega);
@@ -69,12 +71,14 @@ struct stencil {
   {
     T f[directions];
     T gbar[directions];
+    TAPEFLOW_HOST_UNROLL
     for (int i = 0; i < directions; ++i) {
       f[i] = u[i];
       gbar[i] = g[i];
     }
     T out[directions];
     collide_adjoint(moments_of(f).u, gbar, omega, out);
+    TAPEFLOW_HOST_UNROLL
     for (int i = 0; i < directions; ++i) { lambda[i] = out[i]; }
   }
 };

@@ -79,12 +79,16 @@ class cpu_runner {
  private:
   /// Tile t's forward and reverse (tile_program's advance and reverse on one thread), each compiled
   /// as one function (TAPEFLOW_FLATTEN), for the x86-64 baseline and for AVX2 (TAPEFLOW_CPU_CLONES).
+  /// Each runs a local copy of the program, whose address never leaves the function, so the
+  /// compiler knows a level's stores cannot change the stencil's coefficients and keeps them in
+  /// registers across a row's vector loop (from the caller's reference it reloaded them every cell).
   template <bool Inner>
   TAPEFLOW_CPU_KERNEL static void advance_tile(tile_program<S> const& program, std::size_t t,
                                                std::size_t first, int k, T const* in, T* out,
                                                T* scratch)
   {
-    program.template advance<Inner>(solo_team{}, program.tile_box(t), first, k, in, out, scratch);
+    tile_program<S> const local = program;
+    local.template advance<Inner>(solo_team{}, local.tile_box(t), first, k, in, out, scratch);
   }
   template <bool Inner>
   TAPEFLOW_CPU_KERNEL static void reverse_tile(tile_program<S> const& program, std::size_t t,
@@ -92,8 +96,9 @@ class cpu_runner {
                                                T const* lambda_out, T* lambda_in, T* dc,
                                                T* scratch)
   {
-    program.template reverse<Inner>(solo_team{}, program.tile_box(t), first, k, checkpoint, lambda_out, lambda_in,
-                                    dc, scratch);
+    tile_program<S> const local = program;
+    local.template reverse<Inner>(solo_team{}, local.tile_box(t), first, k, checkpoint, lambda_out, lambda_in,
+                                  dc, scratch);
   }
 
   void zero_tail(T* state) const { std::fill(state + program_.used_values(), state + state_size(), T(0)); }

@@ -45,6 +45,9 @@
 //   void observe(T const* u, stencil::site<T> const& at) const;
 //
 // The forward reads a cell's own coefficients only, so a coefficient's adjoint is local to its cell.
+// A level's cells run at once (a GPU block's threads; on the CPU, a row's cells in vector lanes), so
+// whatever a call writes beyond its outputs (observe()'s record) is its own cell's: no sum over
+// cells, no value another cell's call reads.
 // Coefficients are laid out as the state; outside a fixed grid they read 0 (a stencil that divides
 // by one skips the taps outside: `at` says where the cell is).
 #pragma once

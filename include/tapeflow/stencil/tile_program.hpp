@@ -91,11 +91,15 @@ struct solo_team {
   /// team that sweeps columns has for_each_run: block_team).
   static constexpr bool sweeps = false;
 
+  /// f(x, y, z) for each cell of `b`, in storage order. A team's cells are independent (a GPU
+  /// block's threads run them at once: block_team), so the compiler is told that a row's cells
+  /// touch disjoint memory and may share vector lanes (TAPEFLOW_HOST_INDEPENDENT).
   template <int Dims, class F>
   TAPEFLOW_HOST_DEVICE void for_each(box const& b, F&& f) const
   {
     for (int z = 0; z < b.ez; ++z) {
       for (int y = 0; y < b.ey; ++y) {
+        TAPEFLOW_HOST_INDEPENDENT
         for (int x = 0; x < b.ex; ++x) { f(x, y, z); }
       }
     }

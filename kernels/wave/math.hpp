@@ -22,6 +22,7 @@
 
 #include <tapeflow/config.hpp>
 #include <tapeflow/record.hpp>
+#include <tapeflow/select.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -96,6 +97,24 @@ TAPEFLOW_HOST_DEVICE T neighbour_sum(Nth const& nth, geometry<T> const& g, std::
   return sum;
 }
 
+/// neighbour_sum of a cell whose neighbours all lie in the grid (stencil::site::interior): the same
+/// terms in the same order, without the tests, so that a CPU's compiler can run a row of such
+/// cells in vector lanes.
+template <class T, int Dims, class Nth>
+TAPEFLOW_HOST_DEVICE T interior_neighbour_sum(Nth const& nth) noexcept
+{
+  T sum = T(0);
+  sum += nth(0);
+  sum += nth(1);
+  sum += nth(2);
+  sum += nth(3);
+  if constexpr (Dims == 3) {
+    sum += nth(4);
+    sum += nth(5);
+  }
+  return sum;
+}
+
 /// The same over a whole-grid array: at(i) of the neighbours' flat indices i.
 template <class T, class At>
 TAPEFLOW_HOST_DEVICE T neighbour_sum(At const& at, geometry<T> const& g, std::size_t cell) noexcept
@@ -122,6 +141,17 @@ TAPEFLOW_HOST_DEVICE T source_value(T neighbours, T centre, geometry<T> const& g
 {
   T const lap = (neighbours - T(2 * dims) * centre) * g.inv_h2;
   return at_source ? lap + ricker(t, g.dt, g.peak_frequency) : lap;
+}
+
+/// source_value with the wavelet's value at the step, q = ricker(t, g.dt, g.peak_frequency), given:
+/// the same bits, the choice a select (tapeflow::select) of values computed both, for per-cell code
+/// that a CPU's compiler runs in vector lanes.
+template <class T>
+TAPEFLOW_HOST_DEVICE T source_value_of(T neighbours, T centre, geometry<T> const& g, bool at_source, T q,
+                                       int dims) noexcept
+{
+  T const lap = (neighbours - T(2 * dims) * centre) * g.inv_h2;
+  return select(at_source, lap + q, lap);
 }
 
 /// s_t at `cell` of the whole-grid u_t.

@@ -123,8 +123,10 @@ class segment_session final : public chain_session<T, Step> {
                   segment_place<T> const& place, Make&& make, Misfit misfit)
     : chain_session<T, Step>(p, o, place.held, place.state_values), plan_(plan), place_(place),
       misfit_(std::move(misfit)), traces_(o.kind, p.steps * p.receivers() * sizeof(T), o.stream),
-      step_(make(S{geometry_of<T>(p), this->d_.template data_as<T>(), traces_.template data_as<T>()}, grid_of<T>(p),
-                 plan, o.ranks, tapeflow::stencil::coefficient_view<T>{this->m_.template data_as<T>()}))
+      wavelet_(wavelet_of(p, o)),
+      step_(make(S{geometry_of<T>(p), this->d_.template data_as<T>(), traces_.template data_as<T>(),
+                   wavelet_.template data_as<T>()},
+                 grid_of<T>(p), plan, o.ranks, tapeflow::stencil::coefficient_view<T>{this->m_.template data_as<T>()}))
   {
     // A rank records only its own receivers: the rest of its traces are sent, never read, when the
     // ranks gather them; zeros rather than whatever the allocation held.
@@ -183,10 +185,23 @@ class segment_session final : public chain_session<T, Step> {
     synchronize(this->kind(), s);  // `mine` is pageable host memory, and goes when this returns
   }
 
+  /// The wavelet at each step (stencil::wavelet), in o.kind's memory.
+  [[nodiscard]] static device_buffer wavelet_of(problem const& p, options const& o)
+  {
+    geometry<T> const g = geometry_of<T>(p);
+    std::vector<T> q(p.steps);
+    for (std::size_t t = 0; t < p.steps; ++t) { q[t] = ricker(t, g.dt, g.peak_frequency); }
+    device_buffer b(o.kind, p.steps * sizeof(T), o.stream);
+    b.upload(q.data(), b.size(), o.stream);
+    synchronize(o.kind, o.stream);  // `q` is pageable host memory, and goes when this returns
+    return b;
+  }
+
   tapeflow::stencil::segment_plan plan_;
   segment_place<T> place_;
   Misfit misfit_;
   device_buffer traces_;
+  device_buffer wavelet_;
   Step step_;
 };
 

@@ -61,6 +61,11 @@ struct stencil {
   geometry<T> g;
   T const* d;  ///< the observed traces, T x receivers (in the runner's memory)
   T* traces;   ///< u_t at the receivers, T x receivers, written by observe()
+  /// The wavelet at each step, ricker(t, g.dt, g.peak_frequency) for t < T (in the runner's
+  /// memory), which host passes read rather than compute per cell: an exp, a call a CPU's
+  /// compiler neither hoists nor runs in vector lanes. Device passes compute it at the source cell,
+  /// with the device's exp, as the GPU's one-step chain does.
+  T const* wavelet;
 
   /// (u_{t-1}, u_t) -> (u_t, u_{t+1}) at the cell.
   TAPEFLOW_HOST_DEVICE void forward(T const* u, T* out, tapeflow::stencil::site<T> const& at) const
@@ -75,8 +80,7 @@ struct stencil {
   TAPEFLOW_HOST_DEVICE void adjoint(T const* u, T const* gv, T* lambda, tapeflow::stencil::site<T> const& at) const
   {
     T const* const m = at.coefficients;
-    T const neighbours = neighbour_sum<T, Dims>([&](int n) { return neighbour(gv, n) / neighbour(m, n); }, g,
-                                                cell_x(at), cell_y(at), cell_z(at));
+    T const neighbours = sum_around(at, [&](int n) { return neighbour(gv, n) / neighbour(m, n); });
     lambda[0] = -gv[1];
     lambda[1] = current_adjoint_value(gv[0], gv[1], neighbours, gv[1] / m[1], g, T(1), residual(u[1], at), Dims);
   }
@@ -116,19 +120,35 @@ struct stencil {
   {
     return cell_y(at) == g.receiver_y && cell_z(at) == g.receiver_z;
   }
+  /// neighbour_sum around the cell of `at` of nth(n): without its tests where the library knows
+  /// every neighbour lies in the grid (at.interior: an inner tile's cells).
+  template <class Nth>
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE T sum_around(tapeflow::stencil::site<T> const& at, Nth const& nth) const noexcept
+  {
+    if (at.interior) { return interior_neighbour_sum<T, Dims>(nth); }
+    return neighbour_sum<T, Dims>(nth, g, cell_x(at), cell_y(at), cell_z(at));
+  }
   /// s_t of the cell from u at the forward taps. (The grid's dimensions are the stencil's: Dims is
   /// chosen by nz, with_stencil.)
   [[nodiscard]] TAPEFLOW_HOST_DEVICE T source(T const* u, tapeflow::stencil::site<T> const& at) const noexcept
   {
-    T const neighbours =
-      neighbour_sum<T, Dims>([u](int n) { return neighbour(u, n); }, g, cell_x(at), cell_y(at), cell_z(at));
+    T const neighbours = sum_around(at, [u](int n) { return neighbour(u, n); });
     bool const at_source = cell_x(at) == g.source_x && cell_y(at) == g.source_y && cell_z(at) == g.source_z;
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
     return source_value(neighbours, u[1], g, at_source, at.step, Dims);
+#else
+    return source_value_of(neighbours, u[1], g, at_source, wavelet[at.step], Dims);
+#endif
   }
-  /// u_t - d at a receiver, else 0.
+  /// u_t - d at a receiver, else 0. On the host both are computed and selected
+  /// (tapeflow::select): d holds a value for every x of the grid at every step.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE T residual(T u, tapeflow::stencil::site<T> const& at) const noexcept
   {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
     return receives(at) ? u - d[at.step * g.receivers() + cell_x(at)] : T(0);
+#else
+    return tapeflow::select(receives(at), u - d[at.step * g.receivers() + cell_x(at)], T(0));
+#endif
   }
 };
 

@@ -154,7 +154,8 @@ TEST(WaveStencil, RefusesToRunWithoutItsCoefficients)
   st::segment_plan const plan = st::plan_segments<S>(g, p.steps, query_device_limits(backend::cpu), r);
   std::vector<float> m(p.cells(), 0.5f);
   std::vector<float> traces(p.steps * p.receivers());
-  S const s{wv::geometry_of<float>(p), traces.data(), traces.data()};
+  std::vector<float> wavelet(p.steps);
+  S const s{wv::geometry_of<float>(p), traces.data(), traces.data(), wavelet.data()};
   EXPECT_THROW(static_cast<void>(st::make_cpu_segments(s, g, plan)), logic_error) << "no coefficients";
   auto const step = st::make_cpu_segments(s, g, plan, nullptr, st::coefficient_view<float>{m.data()});
   EXPECT_EQ(step.parameter_size(), p.cells());

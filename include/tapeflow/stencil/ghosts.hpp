@@ -39,9 +39,9 @@ struct ghost_planes {
 /// reads (set for each call). A slab is the part of a grid cut along its outer axis only.
 template <class T>
 struct slab_view {
-  std::int64_t offset{0};        ///< the whole grid's index of the part's first plane along the outer cut
+  std::int64_t offset{0};        ///< the whole grid's index of the part's first plane along the outer cut (0 where not cut)
   std::int64_t global{0};        ///< planes of the whole grid along the outer cut; 0: the grid is not cut
-  std::int64_t inner_offset{0};  ///< the same along the inner cut
+  std::int64_t inner_offset{0};  ///< the same along the inner cut (0 where not cut)
   std::int64_t inner_global{0};  ///< cells of the whole grid along the inner cut; 0: not cut there
   ghost_planes<T> state{};         ///< beyond the faces of the state (or checkpoint) the call reads
   ghost_planes<T> adjoint{};       ///< beyond the faces of the adjoint the call reads

@@ -47,7 +47,10 @@
 // The forward reads a cell's own coefficients only, so a coefficient's adjoint is local to its cell.
 // A level's cells run at once (a GPU block's threads; on the CPU, a row's cells in vector lanes), so
 // whatever a call writes beyond its outputs (observe()'s record) is its own cell's: no sum over
-// cells, no value another cell's call reads.
+// cells, no value another cell's call reads. `at.interior` says every tap of the call lies inside
+// the grid (an inner tile's cells): a stencil that tests its neighbours against a fixed grid's edge
+// may skip the tests there, which lets a CPU's compiler run those cells in vector lanes
+// (tapeflow::select, <tapeflow/select.hpp>, for a test that stays).
 // Coefficients are laid out as the state; outside a fixed grid they read 0 (a stencil that divides
 // by one skips the taps outside: `at` says where the cell is).
 #pragma once
@@ -152,6 +155,11 @@ struct site {
   std::int64_t z{0};
   /// The coefficients the function reads (see the top of this file); null without coefficients.
   T const* coefficients{nullptr};
+  /// Every tap the function reads lies inside the grid, as the library knows it of an inner tile's
+  /// cells (false where it does not know): a stencil that tests its neighbours against a fixed
+  /// grid's edges may skip the tests, which lets a CPU's compiler run a row of such cells in vector
+  /// lanes (and an inner tile's kernels drop them on a GPU).
+  bool interior{false};
 };
 
 // ---- the contract, checked once -------------------------------------------------------------------

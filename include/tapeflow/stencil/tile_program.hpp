@@ -513,9 +513,11 @@ struct tile_program {
 
   /// The site of step `step` at (x, y, z) of this grid, in the whole grid's coordinates (wrapped
   /// where periodic; a part's offsets along the cut axes), reading the coefficients `c`.
-  /// `inside`: the caller knows the cell is inside() this grid (nothing to wrap).
+  /// `inside`: the caller knows the cell is inside() this grid (nothing to wrap); `interior`: it
+  /// knows every tap of the call lies inside the grid too (site::interior).
   [[nodiscard]] TAPEFLOW_HOST_DEVICE site<T> site_of(std::size_t step, std::int64_t x, std::int64_t y, std::int64_t z,
-                                                     T const* c, bool inside = false) const noexcept
+                                                     T const* c, bool inside = false,
+                                                     bool interior = false) const noexcept
   {
     bool const periodic = !inside && g.edge == boundary::periodic;
     if (periodic) {
@@ -523,17 +525,17 @@ struct tile_program {
       if (!cut_axis(1)) { y = wrapped(y, g.ny); }
       if (!cut_axis(2)) { z = wrapped(z, g.nz); }
     }
-    if (split()) {
-      std::int64_t* const cut = dims == 1 ? &x : dims == 2 ? &y : &z;
-      *cut += slab.offset;
-      if (periodic) { *cut = wrapped(*cut, static_cast<std::size_t>(slab.global)); }
+    // The part's offsets along its cut axes, added without a test (0 along an axis not cut:
+    // slab_view), so that a CPU's compiler can run a row's cells in vector lanes.
+    std::int64_t* const cut = dims == 1 ? &x : dims == 2 ? &y : &z;
+    *cut += slab.offset;
+    if (periodic && split()) { *cut = wrapped(*cut, static_cast<std::size_t>(slab.global)); }
+    if constexpr (dims >= 2) {
+      std::int64_t* const inner = dims == 2 ? &x : &y;
+      *inner += slab.inner_offset;
+      if (periodic && block_split()) { *inner = wrapped(*inner, static_cast<std::size_t>(slab.inner_global)); }
     }
-    if (block_split()) {
-      std::int64_t* const cut = dims == 2 ? &x : &y;
-      *cut += slab.inner_offset;
-      if (periodic) { *cut = wrapped(*cut, static_cast<std::size_t>(slab.inner_global)); }
-    }
-    return {step, x, y, z, c};
+    return {step, x, y, z, c, interior};
   }
   /// Coefficient `f` at (x, y, z) of this grid: wrapped where periodic, 0 outside a fixed grid;
   /// on a slab, from the coefficients' ghost planes beyond its faces. `inside`: the caller knows
@@ -562,20 +564,21 @@ struct tile_program {
   using values = T[N > 0 ? N : 1];
 
   /// out = S's step at the cell (x, y, z) of this grid from u at its forward taps, applying step
-  /// `step` (`inside`: as coefficient_at's).
+  /// `step` (`inside`: as coefficient_at's; `interior`: as site_of's).
   TAPEFLOW_HOST_DEVICE void forward_cell(T const* u, T* out, std::size_t step, std::int64_t x, std::int64_t y,
-                                         std::int64_t z, bool inside = false) const
+                                         std::int64_t z, bool inside = false, bool interior = false) const
   {
     if constexpr (takes_site_v<S>) {
       values<coefficient_count> c;
       own_coefficients(x, y, z, c, inside);
-      stencil.forward(u, out, site_of(step, x, y, z, c, inside));
+      stencil.forward(u, out, site_of(step, x, y, z, c, inside, interior));
     } else {
       static_cast<void>(step);
       static_cast<void>(x);
       static_cast<void>(y);
       static_cast<void>(z);
       static_cast<void>(inside);
+      static_cast<void>(interior);
       stencil.forward(u, out);
     }
   }
@@ -831,7 +834,7 @@ struct tile_program {
   /// before it along x).
   template <class Team>
   TAPEFLOW_HOST_DEVICE void sweep_forward(Team const& team, T const* prev, box const& pb, box const& nb, strided<T> out,
-                                          std::size_t step, box const* observed, int wider = 0) const
+                                          std::size_t step, int wider = 0) const
   {
     shift sh = by(r.forward);
     sh.x += wider;
@@ -842,12 +845,7 @@ struct tile_program {
         T u[forward_taps::size];
         window.next();
         window.gather(u);
-        forward_cell(u, v, step, nb.x0 + x, nb.y0 + cy, nb.z0 + cz, true);
-        if constexpr (observes_v<S>) {
-          if (observed != nullptr && owns<true>(*observed, nb, x, cy, cz)) {
-            observe_cell(v, step + 1, nb.x0 + x, nb.y0 + cy, nb.z0 + cz);
-          }
-        }
+        forward_cell(u, v, step, nb.x0 + x, nb.y0 + cy, nb.z0 + cz, true, true);
       };
     });
   }
@@ -879,7 +877,7 @@ struct tile_program {
         gather_adjoint(u, gv, lambda, step, b.x0 + x, b.y0 + cy, b.z0 + cz, true);
         if constexpr (coefficient_count > 0) {
           if (owner == nullptr || owns<true>(*owner, b, x, cy, cz)) {
-            add_parameter_adjoint(u, next, lb, b, x, cy, cz, step, dc);  // u: the window's, gathered
+            add_parameter_adjoint(u, next, lb, b, x, cy, cz, step, dc, true);  // u: the window's, gathered
           }
         }
       };
@@ -888,22 +886,21 @@ struct tile_program {
 
   /// u_{i+1} on `next` from u_i on `prev` (rf cells wider, and `wider` more cells before nb along
   /// x: a loaded box's pad, loaded_box), applying step `step`: cells outside a fixed grid hold the
-  /// ghost. With `observed`, the cells of that tile are observed (observe_cell; nothing is checked
-  /// for a stencil without observe()). `Inner`: the level belongs to an inner tile (inner_tiles), so
-  /// `nb` lies inside the grid. (The shift is r.forward, a kernel parameter, plus `wider`, 0 where
+  /// ghost. `Inner`: the level belongs to an inner tile (inner_tiles), so `nb` lies inside the grid
+  /// (and so do its cells' taps). (The shift is r.forward, a kernel parameter, plus `wider`, 0 where
   /// the compiler sees it: worked out from the boxes instead, nvcc gave Allen–Cahn's inner advance
   /// 55 registers, not 32.)
   template <bool Inner, class Team>
   TAPEFLOW_HOST_DEVICE void step_level(Team const& team, T const* prev, box const& pb, T* next, box const& nb,
-                                       std::size_t step, box const* observed = nullptr, int wider = 0) const
+                                       std::size_t step, int wider = 0) const
   {
     if constexpr (Inner && sweeping_team<Team>::value && forward_sweeps) {
-      sweep_forward(team, prev, pb, nb, level_of(next, nb), step, observed, wider);
+      sweep_forward(team, prev, pb, nb, level_of(next, nb), step, wider);
     } else {
       // Whether a cell may lie outside a fixed grid is decided once a level: an inner tile, a
       // boundary tile of a periodic grid, or a level inside a fixed one runs the loop without the test.
       decided_once(!Inner && !within(nb) && g.edge == boundary::fixed, [&](auto edges) {
-        step_cells<decltype(edges)::value, Inner>(team, prev, pb, next, nb, step, observed, wider);
+        step_cells<decltype(edges)::value, Inner>(team, prev, pb, next, nb, step, wider);
       });
     }
   }
@@ -911,7 +908,7 @@ struct tile_program {
   /// tested (none is, where Edges is false).
   template <bool Edges, bool Inner, class Team>
   TAPEFLOW_HOST_DEVICE void step_cells(Team const& team, T const* prev, box const& pb, T* next, box const& nb,
-                                       std::size_t step, box const* observed, int wider = 0) const
+                                       std::size_t step, int wider = 0) const
   {
     shift sh = by(r.forward);
     sh.x += wider;
@@ -928,13 +925,8 @@ struct tile_program {
       T u[forward_taps::size];
       T out[fields];
       gather_taps(prev, pb, x, y, z, sh, u);
-      forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z, inside_all);
+      forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z, inside_all, Inner);
       for (int f = 0; f < fields; ++f) { next[f * plane + c] = out[f]; }
-      if constexpr (observes_v<S>) {
-        if (observed != nullptr && owns<Inner>(*observed, nb, x, y, z)) {
-          observe_cell(out, step + 1, nb.x0 + x, nb.y0 + y, nb.z0 + z);
-        }
-      }
     });
   }
 
@@ -974,6 +966,32 @@ struct tile_program {
 
   // ---- the forward of a segment --------------------------------------------------------------------
 
+  /// S's observe() of u_step at the cells of tile `t` inside the grid, from `level` stored on box
+  /// `b` (t grown by `halo`); nothing for a stencil without observe(). Read after a barrier, so a
+  /// thread may observe cells another wrote.
+  template <bool Inner, class Team>
+  TAPEFLOW_HOST_DEVICE void observe_level(Team const& team, box const& t, T const* level, box const& b, int halo,
+                                          std::size_t step) const
+  {
+    if constexpr (observes_v<S>) {
+      std::size_t const plane = b.cells();
+      shift const sh = by(halo);
+      team.template for_each<dims>(t, [&](int x, int y, int z) {
+        if (!Inner && !inside(t.x0 + x, t.y0 + y, t.z0 + z)) { return; }
+        T u[fields];
+        for (int f = 0; f < fields; ++f) { u[f] = level[f * plane + b.at(x + sh.x, y + sh.y, z + sh.z)]; }
+        observe_cell(u, step, t.x0 + x, t.y0 + y, t.z0 + z);
+      });
+    } else {
+      static_cast<void>(team);
+      static_cast<void>(t);
+      static_cast<void>(level);
+      static_cast<void>(b);
+      static_cast<void>(halo);
+      static_cast<void>(step);
+    }
+  }
+
   /// Scratch values advance() needs for segments of up to `k` steps.
   [[nodiscard]] std::size_t advance_scratch(int k) const noexcept
   {
@@ -997,20 +1015,14 @@ struct tile_program {
     T* next = scratch + b.cells() * fields;
     load<Inner>(team, in, b, prev, false);
     team.sync();
-    if constexpr (observes_v<S>) {
-      std::size_t const plane = b.cells();
-      shift const sh = by(s.forward_halo(0));
-      team.template for_each<dims>(t, [&](int x, int y, int z) {
-        if (!Inner && !inside(t.x0 + x, t.y0 + y, t.z0 + z)) { return; }
-        T u[fields];
-        for (int f = 0; f < fields; ++f) { u[f] = prev[f * plane + b.at(x + sh.x, y + sh.y, z + sh.z)]; }
-        observe_cell(u, first, t.x0 + x, t.y0 + y, t.z0 + z);
-      });
-    }
+    observe_level<Inner>(team, t, prev, b, s.forward_halo(0), first);
     for (int i = 1; i < k; ++i) {
       box const nb = grown(t, dims, s.forward_halo(i));
-      step_level<Inner>(team, prev, b, next, nb, first + static_cast<std::size_t>(i - 1), &t);
+      step_level<Inner>(team, prev, b, next, nb, first + static_cast<std::size_t>(i - 1));
       team.sync();
+      // After the level, not inside its loop, so that the loop holds no store under a test (which
+      // would keep a CPU's compiler from running its cells in vector lanes).
+      observe_level<Inner>(team, t, next, nb, s.forward_halo(i), first + static_cast<std::size_t>(i));
       b = nb;
       T* const done = prev;
       prev = next;
@@ -1018,8 +1030,7 @@ struct tile_program {
     }
     // The last step straight to the state, for the tile's cells inside the grid.
     if constexpr (Inner && sweeping_team<Team>::value && forward_sweeps) {
-      sweep_forward(team, prev, b, t, state_from(out, t.x0, t.y0, t.z0), first + static_cast<std::size_t>(k - 1),
-                    nullptr);
+      sweep_forward(team, prev, b, t, state_from(out, t.x0, t.y0, t.z0), first + static_cast<std::size_t>(k - 1));
     } else {
       // Over the tile's cells inside the grid (an inner tile's are all of them): a team that walks
       // cells in a loop runs over those alone, with no test per cell to keep its loop from being
@@ -1039,7 +1050,7 @@ struct tile_program {
         T u[forward_taps::size];
         T o[fields];
         gather_taps(prev, b, x, y, z, sh, u);
-        forward_cell(u, o, first + static_cast<std::size_t>(k - 1), gx, gy, gz, true);
+        forward_cell(u, o, first + static_cast<std::size_t>(k - 1), gx, gy, gz, true, Inner);
         std::size_t const at = index_of(gx, gy, gz);
         for (int f = 0; f < fields; ++f) { out[f * cells + at] = o[f]; }
       });
@@ -1090,6 +1101,7 @@ struct tile_program {
         if constexpr (takes_site_v<S>) {
           values<coefficient_count> c;
           own_coefficients(b.x0 + yx, b.y0 + yy, b.z0 + yz, c, taps_inside);
+          // (not interior: the cell's own taps reach past what taps_inside says of b)
           stencil.reverse(u, gv, contributions, site_of(step, b.x0 + yx, b.y0 + yy, b.z0 + yz, c, taps_inside));
         } else {
           stencil.reverse(u, gv, contributions);
@@ -1114,7 +1126,7 @@ struct tile_program {
             coefficient_at(f, gx + tp::dx, gy + tp::dy, gz + tp::dz, taps_inside);
         }
       });
-      stencil.adjoint(u, gv, lambda, site_of(step, gx, gy, gz, c, taps_inside));
+      stencil.adjoint(u, gv, lambda, site_of(step, gx, gy, gz, c, taps_inside, taps_inside));
     } else {
       static_cast<void>(step);
       static_cast<void>(gx);
@@ -1126,23 +1138,25 @@ struct tile_program {
   }
 
   /// Adds step `step`'s dL/dc of the coefficients of the cell at (x, y, z) of box `b` to `dc`
-  /// (laid out as the coefficients), from u_i on `ub` and λ_{i+1} on `lb` as adjoint_cell reads them.
+  /// (laid out as the coefficients), from u_i on `ub` and λ_{i+1} on `lb` as adjoint_cell reads them
+  /// (`interior`: as site_of's).
   TAPEFLOW_HOST_DEVICE void add_parameter_adjoint(T const* u_level, box const& ub, T const* next, box const& lb,
-                                                  box const& b, int x, int y, int z, std::size_t step, T* dc) const
+                                                  box const& b, int x, int y, int z, std::size_t step, T* dc,
+                                                  bool interior) const
   {
     if constexpr (coefficient_count > 0) {
       T u[forward_taps::size];
       gather_taps(u_level, ub, x, y, z, between(ub, b), u);
-      add_parameter_adjoint(u, next, lb, b, x, y, z, step, dc);
+      add_parameter_adjoint(u, next, lb, b, x, y, z, step, dc, interior);
     } else {
       static_cast<void>(u_level);
       static_cast<void>(ub);
-      add_parameter_adjoint(nullptr, next, lb, b, x, y, z, step, dc);
+      add_parameter_adjoint(nullptr, next, lb, b, x, y, z, step, dc, interior);
     }
   }
   /// add_parameter_adjoint from u_i at the cell's forward taps `u`, gathered already (a sweep's).
   TAPEFLOW_HOST_DEVICE void add_parameter_adjoint(T const* u, T const* next, box const& lb, box const& b, int x, int y,
-                                                  int z, std::size_t step, T* dc) const
+                                                  int z, std::size_t step, T* dc, bool interior) const
   {
     if constexpr (coefficient_count > 0) {
       shift const sl = between(lb, b);
@@ -1155,7 +1169,7 @@ struct tile_program {
       std::size_t const plane = lb.cells();
       for (int f = 0; f < fields; ++f) { gv[f] = next[f * plane + lb.at(x + sl.x, y + sl.y, z + sl.z)]; }
       own_coefficients(gx, gy, gz, c, true);  // an owned cell: inside the grid
-      stencil.parameter_adjoint(u, gv, d, site_of(step, gx, gy, gz, c, true));
+      stencil.parameter_adjoint(u, gv, d, site_of(step, gx, gy, gz, c, true, interior));
       std::size_t const at = index_of(gx, gy, gz);  // an owned cell: inside the grid
       for (int f = 0; f < coefficient_count; ++f) { dc[static_cast<std::size_t>(f) * g.cells() + at] += d[f]; }
     } else {
@@ -1168,6 +1182,7 @@ struct tile_program {
       static_cast<void>(z);
       static_cast<void>(step);
       static_cast<void>(dc);
+      static_cast<void>(interior);
     }
   }
 
@@ -1206,7 +1221,7 @@ struct tile_program {
     for (int i = 1; i < k; ++i) {
       T* const u_next = u_prev + level_values(i - 1);
       step_level<Inner>(team, u_prev, u_box(i - 1), u_next, u_box(i), first + static_cast<std::size_t>(i - 1),
-                        nullptr, i == 1 ? u0_wider : 0);
+                        i == 1 ? u0_wider : 0);
       team.sync();
       u_prev = u_next;
     }
@@ -1236,11 +1251,17 @@ struct tile_program {
             }
             adjoint_cell(u, ub, next, lb, b, x, y, z, step, lambda, taps_inside);
             for (int f = 0; f < fields; ++f) { out[f * plane + c] = lambda[f]; }
-            if (coefficient_count > 0 && owns<Inner>(t, b, x, y, z)) {
-              add_parameter_adjoint(u, ub, next, lb, b, x, y, z, step, dc);
-            }
           });
         });
+        // The step's dL/dc of the tile's own cells, over those alone rather than under a test in
+        // the level's loop (which would keep a CPU's compiler from running its cells in vector
+        // lanes). It reads u_i and λ_{i+1}, not λ_i: no barrier before it.
+        if constexpr (coefficient_count > 0) {
+          box const own = Inner ? t : inside_part(t);
+          team.template for_each<dims>(own, [&](int x, int y, int z) {
+            add_parameter_adjoint(u, ub, next, lb, own, x, y, z, step, dc, taps_inside);
+          });
+        }
       }
       team.sync();
       lb = b;
@@ -1262,7 +1283,9 @@ struct tile_program {
         adjoint_cell(u, ub, next, lb, own, x, y, z, first, lambda, taps_inside);
         std::size_t const c = index_of(own.x0 + x, own.y0 + y, own.z0 + z);
         for (int f = 0; f < fields; ++f) { lambda_in[f * cells + c] = lambda[f]; }
-        if constexpr (coefficient_count > 0) { add_parameter_adjoint(u, ub, next, lb, own, x, y, z, first, dc); }
+        if constexpr (coefficient_count > 0) {
+          add_parameter_adjoint(u, ub, next, lb, own, x, y, z, first, dc, taps_inside);
+        }
       });
     }
   }

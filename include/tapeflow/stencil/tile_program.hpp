@@ -453,6 +453,64 @@ struct tile_program {
     cut(t.z0, t.ez, g.nz);
     return t;
   }
+  /// The cells of box `b` whose taps, `reach` cells around them, all lie inside this grid (this
+  /// rank's part): b cut to the part shrunk by `reach` along each of the stencil's axes. Empty (no
+  /// cells) where there are none.
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE box core_of(box b, int reach) const noexcept
+  {
+    auto cut = [reach](std::int64_t& origin, int& extent, std::size_t n) {
+      std::int64_t const lo = origin > reach ? origin : reach;
+      std::int64_t const end = origin + extent;
+      std::int64_t const edge = static_cast<std::int64_t>(n) - reach;
+      std::int64_t const hi = end < edge ? end : edge;
+      origin = lo;
+      extent = hi > lo ? static_cast<int>(hi - lo) : 0;
+    };
+    cut(b.x0, b.ex, g.nx);
+    if constexpr (dims >= 2) { cut(b.y0, b.ey, g.ny); }
+    if constexpr (dims >= 3) { cut(b.z0, b.ez, g.nz); }
+    return b;
+  }
+  /// std::true_type where `Inner` (an inner tile: known when the program is compiled), else `known`.
+  template <bool Inner>
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE static constexpr auto known_if(bool known) noexcept
+  {
+    if constexpr (Inner) {
+      static_cast<void>(known);
+      return std::true_type{};
+    } else {
+      return known;
+    }
+  }
+  /// f(x, y, z, interior) for each cell (x, y, z) of box `b`, in b's coordinates: `interior` a
+  /// std::true_type for the cells of core_of(b, reach), and `known` (whether the caller knows every
+  /// cell's taps lie inside the grid: std::true_type, or a bool) for the others. A team that walks
+  /// cells in a loop (the CPU), for a stencil whose functions take a site, runs the core as a loop
+  /// of its own, with no test per cell, so that a boundary tile's cells away from the grid's edge
+  /// run as an inner tile's do (in vector lanes); the rest, and every cell on any other team, as one
+  /// loop.
+  template <class Team, class Known, class F>
+  TAPEFLOW_HOST_DEVICE void for_each_cored(Team const& team, box const& b, int reach, Known known, F&& f) const
+  {
+    if constexpr (!std::is_same_v<Known, std::true_type> && !masking_team<Team>::value && takes_site_v<S>) {
+      box const core = core_of(b, reach);
+      if (!known && core.cells() > 0) {
+        shift const at = between(b, core);
+        team.template for_each<dims>(b, [&](int x, int y, int z) {
+          bool const in_core = x >= at.x && x < at.x + core.ex && y >= at.y && y < at.y + core.ey && z >= at.z &&
+                               z < at.z + core.ez;
+          if (!in_core) { f(x, y, z, false); }
+        });
+        team.template for_each<dims>(core, [&](int x, int y, int z) {
+          f(x + at.x, y + at.y, z + at.z, std::true_type{});
+        });
+        return;
+      }
+    } else {
+      static_cast<void>(reach);
+    }
+    team.template for_each<dims>(b, [&](int x, int y, int z) { f(x, y, z, known); });
+  }
   /// Index of the cell (x, y, z) of this grid in a state array: a cell inside() it.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE std::size_t index_of(std::int64_t x, std::int64_t y, std::int64_t z) const noexcept
   {
@@ -914,9 +972,10 @@ struct tile_program {
     sh.x += wider;
     std::size_t const plane = nb.cells();
     bool const inside_all = Inner || within(nb);  // nothing to wrap for a cell's coefficients
-    team.template for_each<dims>(nb, [&](int x, int y, int z) {
+    for_each_cored(team, nb, r.forward, known_if<Inner>(false), [&](int x, int y, int z, auto interior) {
+      constexpr bool core = std::is_same_v<decltype(interior), std::true_type>;  // inside, taps too
       std::size_t const c = nb.at(x, y, z);
-      if constexpr (Edges) {
+      if constexpr (Edges && !core) {
         if (!in_domain(nb.x0 + x, nb.y0 + y, nb.z0 + z)) {
           for (int f = 0; f < fields; ++f) { next[f * plane + c] = g.ghost; }
           return;
@@ -925,7 +984,7 @@ struct tile_program {
       T u[forward_taps::size];
       T out[fields];
       gather_taps(prev, pb, x, y, z, sh, u);
-      forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z, inside_all, Inner);
+      forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z, core || inside_all, interior);
       for (int f = 0; f < fields; ++f) { next[f * plane + c] = out[f]; }
     });
   }
@@ -1040,7 +1099,7 @@ struct tile_program {
       box const own = Inner || masked ? t : inside_part(t);
       shift const sh = by(r.forward);  // own starts where t does
       std::size_t const cells = g.cells();
-      team.template for_each<dims>(own, [&](int x, int y, int z) {
+      for_each_cored(team, own, r.forward, known_if<Inner>(false), [&](int x, int y, int z, auto interior) {
         std::int64_t const gx = own.x0 + x;
         std::int64_t const gy = own.y0 + y;
         std::int64_t const gz = own.z0 + z;
@@ -1050,7 +1109,7 @@ struct tile_program {
         T u[forward_taps::size];
         T o[fields];
         gather_taps(prev, b, x, y, z, sh, u);
-        forward_cell(u, o, first + static_cast<std::size_t>(k - 1), gx, gy, gz, true, Inner);
+        forward_cell(u, o, first + static_cast<std::size_t>(k - 1), gx, gy, gz, true, interior);
         std::size_t const at = index_of(gx, gy, gz);
         for (int f = 0; f < fields; ++f) { out[f * cells + at] = o[f]; }
       });
@@ -1240,16 +1299,19 @@ struct tile_program {
         bool const taps_inside = Inner || within(grown(b, dims, coefficient_reach()));  // and so every cell of b
         // Whether a cell may lie outside a fixed grid: decided once a level, as step_level does.
         decided_once(!taps_inside && g.edge == boundary::fixed, [&](auto edges) {
-          team.template for_each<dims>(b, [&](int x, int y, int z) {
+          constexpr bool may_leave = decltype(edges)::value;
+          for_each_cored(team, b, coefficient_reach(), known_if<Inner>(taps_inside), [&](int x, int y, int z,
+                                                                                          auto interior) {
+            constexpr bool core = std::is_same_v<decltype(interior), std::true_type>;  // inside, taps too
             std::size_t const c = b.at(x, y, z);
             T lambda[fields];
-            if constexpr (decltype(edges)::value) {
+            if constexpr (may_leave && !core) {
               if (!in_domain(b.x0 + x, b.y0 + y, b.z0 + z)) {
                 for (int f = 0; f < fields; ++f) { out[f * plane + c] = T(0); }
                 return;
               }
             }
-            adjoint_cell(u, ub, next, lb, b, x, y, z, step, lambda, taps_inside);
+            adjoint_cell(u, ub, next, lb, b, x, y, z, step, lambda, interior);
             for (int f = 0; f < fields; ++f) { out[f * plane + c] = lambda[f]; }
           });
         });
@@ -1258,8 +1320,9 @@ struct tile_program {
         // lanes). It reads u_i and λ_{i+1}, not λ_i: no barrier before it.
         if constexpr (coefficient_count > 0) {
           box const own = Inner ? t : inside_part(t);
-          team.template for_each<dims>(own, [&](int x, int y, int z) {
-            add_parameter_adjoint(u, ub, next, lb, own, x, y, z, step, dc, taps_inside);
+          for_each_cored(team, own, coefficient_reach(), known_if<Inner>(taps_inside),
+                         [&](int x, int y, int z, auto interior) {
+            add_parameter_adjoint(u, ub, next, lb, own, x, y, z, step, dc, interior);
           });
         }
       }
@@ -1278,13 +1341,14 @@ struct tile_program {
       box const own = Inner ? t : inside_part(t);
       std::size_t const cells = g.cells();
       bool const taps_inside = Inner || within(grown(own, dims, coefficient_reach()));
-      team.template for_each<dims>(own, [&](int x, int y, int z) {
+      for_each_cored(team, own, coefficient_reach(), known_if<Inner>(taps_inside),
+                     [&](int x, int y, int z, auto interior) {
         T lambda[fields];
-        adjoint_cell(u, ub, next, lb, own, x, y, z, first, lambda, taps_inside);
+        adjoint_cell(u, ub, next, lb, own, x, y, z, first, lambda, interior);
         std::size_t const c = index_of(own.x0 + x, own.y0 + y, own.z0 + z);
         for (int f = 0; f < fields; ++f) { lambda_in[f * cells + c] = lambda[f]; }
         if constexpr (coefficient_count > 0) {
-          add_parameter_adjoint(u, ub, next, lb, own, x, y, z, first, dc, taps_inside);
+          add_parameter_adjoint(u, ub, next, lb, own, x, y, z, first, dc, interior);
         }
       });
     }

@@ -482,6 +482,10 @@ struct tile_program {
       return known;
     }
   }
+  /// What `known` (known_if's, or for_each_cored's `interior`) says, as a bool. (Not std::true_type's
+  /// own conversion: a host function, which a device pass cannot call.)
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE static constexpr bool holds(std::true_type) noexcept { return true; }
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE static constexpr bool holds(bool known) noexcept { return known; }
   /// f(x, y, z, interior) for each cell (x, y, z) of box `b`, in b's coordinates: `interior` a
   /// std::true_type for the cells of core_of(b, reach), and `known` (whether the caller knows every
   /// cell's taps lie inside the grid: std::true_type, or a bool) for the others. A team that walks
@@ -984,7 +988,7 @@ struct tile_program {
       T u[forward_taps::size];
       T out[fields];
       gather_taps(prev, pb, x, y, z, sh, u);
-      forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z, core || inside_all, interior);
+      forward_cell(u, out, step, nb.x0 + x, nb.y0 + y, nb.z0 + z, core || inside_all, holds(interior));
       for (int f = 0; f < fields; ++f) { next[f * plane + c] = out[f]; }
     });
   }
@@ -1109,7 +1113,7 @@ struct tile_program {
         T u[forward_taps::size];
         T o[fields];
         gather_taps(prev, b, x, y, z, sh, u);
-        forward_cell(u, o, first + static_cast<std::size_t>(k - 1), gx, gy, gz, true, interior);
+        forward_cell(u, o, first + static_cast<std::size_t>(k - 1), gx, gy, gz, true, holds(interior));
         std::size_t const at = index_of(gx, gy, gz);
         for (int f = 0; f < fields; ++f) { out[f * cells + at] = o[f]; }
       });
@@ -1311,7 +1315,7 @@ struct tile_program {
                 return;
               }
             }
-            adjoint_cell(u, ub, next, lb, b, x, y, z, step, lambda, interior);
+            adjoint_cell(u, ub, next, lb, b, x, y, z, step, lambda, holds(interior));
             for (int f = 0; f < fields; ++f) { out[f * plane + c] = lambda[f]; }
           });
         });
@@ -1322,7 +1326,7 @@ struct tile_program {
           box const own = Inner ? t : inside_part(t);
           for_each_cored(team, own, coefficient_reach(), known_if<Inner>(taps_inside),
                          [&](int x, int y, int z, auto interior) {
-            add_parameter_adjoint(u, ub, next, lb, own, x, y, z, step, dc, interior);
+            add_parameter_adjoint(u, ub, next, lb, own, x, y, z, step, dc, holds(interior));
           });
         }
       }
@@ -1344,11 +1348,11 @@ struct tile_program {
       for_each_cored(team, own, coefficient_reach(), known_if<Inner>(taps_inside),
                      [&](int x, int y, int z, auto interior) {
         T lambda[fields];
-        adjoint_cell(u, ub, next, lb, own, x, y, z, first, lambda, interior);
+        adjoint_cell(u, ub, next, lb, own, x, y, z, first, lambda, holds(interior));
         std::size_t const c = index_of(own.x0 + x, own.y0 + y, own.z0 + z);
         for (int f = 0; f < fields; ++f) { lambda_in[f * cells + c] = lambda[f]; }
         if constexpr (coefficient_count > 0) {
-          add_parameter_adjoint(u, ub, next, lb, own, x, y, z, first, dc, interior);
+          add_parameter_adjoint(u, ub, next, lb, own, x, y, z, first, dc, holds(interior));
         }
       });
     }

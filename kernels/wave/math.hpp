@@ -133,13 +133,21 @@ TAPEFLOW_HOST_DEVICE T neighbour_sum(At const& at, geometry<T> const& g, std::si
   return neighbour_sum<T>(nth, g, cell % g.nx, cell / g.nx % g.ny, cell / plane);
 }
 
+/// The Laplacian at a cell from its u_t (`centre`) and the sum of its neighbours' (neighbour_sum).
+/// `dims`: g.dims().
+template <class T>
+TAPEFLOW_HOST_DEVICE T laplacian(T neighbours, T centre, geometry<T> const& g, int dims) noexcept
+{
+  return (neighbours - T(2 * dims) * centre) * g.inv_h2;
+}
+
 /// s_t at a cell from its u_t (`centre`) and the sum of its neighbours' (neighbour_sum): the
 /// Laplacian, and at the source cell the wavelet. `dims`: g.dims().
 template <class T>
 TAPEFLOW_HOST_DEVICE T source_value(T neighbours, T centre, geometry<T> const& g, bool at_source, std::size_t t,
                                     int dims) noexcept
 {
-  T const lap = (neighbours - T(2 * dims) * centre) * g.inv_h2;
+  T const lap = laplacian(neighbours, centre, g, dims);
   return at_source ? lap + ricker(t, g.dt, g.peak_frequency) : lap;
 }
 
@@ -150,7 +158,7 @@ template <class T>
 TAPEFLOW_HOST_DEVICE T source_value_of(T neighbours, T centre, geometry<T> const& g, bool at_source, T q,
                                        int dims) noexcept
 {
-  T const lap = (neighbours - T(2 * dims) * centre) * g.inv_h2;
+  T const lap = laplacian(neighbours, centre, g, dims);
   return select(at_source, lap + q, lap);
 }
 

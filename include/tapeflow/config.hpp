@@ -71,7 +71,9 @@
 // limits. (Left to those limits, GCC kept the wave's per-cell functions out of line, 40 % of its
 // samples, and a change elsewhere in the program moved which ones: docs/benchmarks.md.) Not under
 // AddressSanitizer: a build that checks memory, not speed, where the flattened programs more than
-// doubled the wave's compile time (39 -> 89 s); the code and its bits are the same either way.
+// doubled the wave's compile time (39 -> 89 s); the code and its bits are the same either way. Nor
+// where the build defines TAPEFLOW_NO_FLATTEN: the emulated device's (emulator/CMakeLists.txt), whose
+// CPU loops are the emulated tests' references, run for their bits, not their speed.
 #if defined(__SANITIZE_ADDRESS__)
 #define TAPEFLOW_SANITIZED_BUILD 1
 #elif defined(__has_feature)
@@ -79,7 +81,7 @@
 #define TAPEFLOW_SANITIZED_BUILD 1
 #endif
 #endif
-#if (defined(__GNUC__) || defined(__clang__)) && !defined(TAPEFLOW_SANITIZED_BUILD)
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(TAPEFLOW_SANITIZED_BUILD) && !defined(TAPEFLOW_NO_FLATTEN)
 #define TAPEFLOW_FLATTEN __attribute__((flatten))
 #else
 #define TAPEFLOW_FLATTEN
@@ -100,7 +102,8 @@
 // so both compute the same bits (an FMA rounds once where a multiply and an add round twice). Empty
 // elsewhere (Clang, other CPUs, device compilers' passes), under AddressSanitizer (one copy is
 // enough to check memory), and where the build turns it off (TAPEFLOW_CPU_CLONES=OFF in CMake,
-// which defines TAPEFLOW_NO_CPU_CLONES: for a build that targets its CPU with -march already).
+// which defines TAPEFLOW_NO_CPU_CLONES: for a build that targets its CPU with -march already; the
+// emulated device's build defines it too).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
   !defined(__CUDACC__) && !defined(__HIPCC__) && !defined(TAPEFLOW_SANITIZED_BUILD) &&        \
   !defined(TAPEFLOW_NO_CPU_CLONES)

@@ -2,6 +2,11 @@
 // The wave workload on the CPU backend: every cell's update and its reverse over the CPU
 // backend's threads (cpu::parallel_for; the reverse's records through cpu::reverse_tiles), the
 // misfit summed over the receivers in their order, all through math.hpp's per-cell functions.
+// Instantiated once per value type, in cpu_f32.cpp and cpu_f64.cpp: each holds flattened tile
+// programs for 2-D and 3-D in two CPU copies (tapeflow/config.hpp's TAPEFLOW_CPU_KERNEL), which as
+// one file was the longest compile of the build, alone on the CPU at its end.
+#pragma once
+
 #include "backends.hpp"
 #include "driver.hpp"
 #include "math.hpp"
@@ -112,8 +117,5 @@ std::unique_ptr<session<T>> open_cpu(problem const& p, options const& o)
   auto staging = std::make_shared<cpu::ring_stats>();
   return open_wave<T>(p, o, cpu_step<T>{{}, nullptr, nullptr, staging}, staging);
 }
-
-template std::unique_ptr<session<float>> open_cpu(problem const&, options const&);
-template std::unique_ptr<session<double>> open_cpu(problem const&, options const&);
 
 }  // namespace tapeflow::workloads::wave::detail

@@ -3,6 +3,7 @@
 // tests.
 #pragma once
 
+#include "segments.hpp"
 #include "wave.hpp"
 
 #include <tapeflow/workloads/common/describe.hpp>
@@ -62,7 +63,12 @@ struct description : stencil_description {
   template <class T>
   static auto open(problem const& p, options const& o) { return wave::open<T>(p, o); }
   template <class T>
-  static tape_report plan(problem const& p, options const& o) { return chain_report(wave::plan<T>(p, o)); }
+  static tape_report plan(problem const& p, options const& o)
+  {
+    tape_report r = chain_report(wave::plan<T>(p, o));
+    if (auto const segments = segments_of<T>(p, o)) { report_segments(r, *segments); }
+    return r;
+  }
 
   /// The least traffic of a gradient: the one-step chain's (one_step_states_per_step), or in
   /// segments what their plan counts (states of two values per cell, halos and m included).

@@ -486,6 +486,35 @@ struct tile_program {
   /// own conversion: a host function, which a device pass cannot call.)
   [[nodiscard]] TAPEFLOW_HOST_DEVICE static constexpr bool holds(std::true_type) noexcept { return true; }
   [[nodiscard]] TAPEFLOW_HOST_DEVICE static constexpr bool holds(bool known) noexcept { return known; }
+  /// f(x, y, z) for each cell (x, y, z) of box `b` outside box `core` (which lies inside b and
+  /// holds a cell), in b's coordinates: the boxes around the core, each a loop of its own — the
+  /// layers before and after it along z (whole planes of b), within its planes the rows before and
+  /// after it along y, within its rows the cells before and after it along x — rather than a test
+  /// per cell of b. A boundary tile's rim is a small part of its box; in 3-D a test per cell of the
+  /// box made a boundary tile's level cost as much again as its core.
+  template <class Team, class F>
+  TAPEFLOW_HOST_DEVICE void for_each_rim(Team const& team, box const& b, box const& core, F&& f) const
+  {
+    shift const at = between(b, core);
+    int const x1 = at.x + core.ex;
+    int const y1 = at.y + core.ey;
+    int const z1 = at.z + core.ez;
+    box const around[6] = {
+      {0, 0, 0, b.ex, b.ey, at.z},
+      {0, 0, z1, b.ex, b.ey, b.ez - z1},
+      {0, 0, at.z, b.ex, at.y, core.ez},
+      {0, y1, at.z, b.ex, b.ey - y1, core.ez},
+      {0, at.y, at.z, at.x, core.ey, core.ez},
+      {x1, at.y, at.z, b.ex - x1, core.ey, core.ez},
+    };
+    for (box const& part : around) {  // one loop, not six inlined copies of f
+      if (part.cells() == 0) { continue; }
+      auto const ox = static_cast<int>(part.x0);
+      auto const oy = static_cast<int>(part.y0);
+      auto const oz = static_cast<int>(part.z0);
+      team.template for_each<dims>(part, [&](int x, int y, int z) { f(x + ox, y + oy, z + oz); });
+    }
+  }
   /// f(x, y, z, interior) for each cell (x, y, z) of box `b`, in b's coordinates: `interior` a
   /// std::true_type for the cells of core_of(b, reach), and `known` (whether the caller knows every
   /// cell's taps lie inside the grid: std::true_type, or a bool) for the others. A team that walks
@@ -499,12 +528,8 @@ struct tile_program {
     if constexpr (!std::is_same_v<Known, std::true_type> && !masking_team<Team>::value && takes_site_v<S>) {
       box const core = core_of(b, reach);
       if (!known && core.cells() > 0) {
+        for_each_rim(team, b, core, [&](int x, int y, int z) { f(x, y, z, false); });
         shift const at = between(b, core);
-        team.template for_each<dims>(b, [&](int x, int y, int z) {
-          bool const in_core = x >= at.x && x < at.x + core.ex && y >= at.y && y < at.y + core.ey && z >= at.z &&
-                               z < at.z + core.ez;
-          if (!in_core) { f(x, y, z, false); }
-        });
         team.template for_each<dims>(core, [&](int x, int y, int z) {
           f(x + at.x, y + at.y, z + at.z, std::true_type{});
         });
@@ -1007,6 +1032,27 @@ struct tile_program {
     if (!split() && g.edge == boundary::periodic) {  // every cell wraps onto the grid: no test, no ghost
       team.template copy_periodic_box<dims, fields>(b, state, g.nx, g.ny, g.nz, level);
       return;
+    }
+    if constexpr (!masking_team<Team>::value) {
+      // A team that walks cells in a loop (the CPU), on a fixed grid not cut over ranks: the cells
+      // outside the grid take the ghost (an adjoint 0), the rest are copied, each a loop of its own
+      // with no test per cell (for_each_rim), the copy in vector lanes.
+      box const in = core_of(b, 0);  // b's cells inside the grid
+      if (!split() && g.edge == boundary::fixed && in.cells() > 0) {
+        T const outside = adjoint ? T(0) : g.ghost;
+        for_each_rim(team, b, in, [&](int x, int y, int z) {
+          for (int f = 0; f < fields; ++f) { level[f * plane + b.at(x, y, z)] = outside; }
+        });
+        shift const at = between(b, in);
+        for (int f = 0; f < fields; ++f) {
+          T* const to = level + static_cast<std::size_t>(f) * plane;
+          T const* const from = state + static_cast<std::size_t>(f) * cells;
+          team.template for_each<dims>(in, [&](int x, int y, int z) {
+            to[b.at(x + at.x, y + at.y, z + at.z)] = from[index_of(in.x0 + x, in.y0 + y, in.z0 + z)];
+          });
+        }
+        return;
+      }
     }
     team.template for_each<dims>(b, [&](int x, int y, int z) {
       std::int64_t const gx = b.x0 + x;

@@ -34,6 +34,7 @@ inline void report_segments(tape_report& r, tapeflow::stencil::segment_plan cons
   r.notes.push_back("stencil: " + s.describe());
   r.facts.emplace_back("segment_steps", static_cast<double>(s.k));
   r.facts.emplace_back("states_moved_per_step", s.states_per_step);
+  r.facts.emplace_back("cell_updates_per_step", s.cells_per_step);
 }
 
 /// True for a Step of stencil segments (tapeflow/stencil/segment.hpp), whose plan the session

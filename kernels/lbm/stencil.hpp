@@ -105,14 +105,14 @@ inline constexpr double one_step_states_per_step = 4.0 + 2.0 * 2.0 / directions;
 
 /// The segments the problem runs in on the stencil library, planned once (collectively over
 /// o.ranks): over ranks, in segments of K > 1, or, with --segment auto, when the planner's segments
-/// move fewer bytes than the one-step chain; none when the one-step chain runs. Throws what
+/// cost less than the one-step chain (segment_plan::beats_one_step); none when the one-step chain runs. Throws what
 /// segment_plan_of throws.
 template <class T>
 [[nodiscard]] std::optional<tapeflow::stencil::segment_plan> segments_of(problem const& p, options const& o)
 {
   if (o.segment == 1 && !o.ranks) { return std::nullopt; }
   tapeflow::stencil::segment_plan plan = segment_plan_of<T>(p, o);
-  if (o.segment == 0 && !o.ranks && plan.states_per_step >= one_step_states_per_step) { return std::nullopt; }
+  if (o.segment == 0 && !o.ranks && !plan.beats_one_step(one_step_states_per_step)) { return std::nullopt; }
   return plan;
 }
 

@@ -42,7 +42,7 @@ decltype(auto) with_stencil(problem const& p, F&& f)
 }
 
 /// The segments the problem runs in, planned once: in segments of K > 1, or, with --segment auto,
-/// when the planner's segments move fewer bytes than the one-step chain; none when the one-step
+/// when the planner's segments cost less than the one-step chain (segment_plan::beats_one_step); none when the one-step
 /// chain runs. Over ranks always (segments of K, 1 included, on each rank's slab; collective).
 /// Throws logic_error for a k the device, or the thinnest slab, cannot hold.
 template <class T>
@@ -52,7 +52,7 @@ template <class T>
   tapeflow::stencil::segment_plan const plan = with_stencil<T>(p, [&](auto s) {
     return stencil_segments<decltype(s)>(grid_of<T>(p), p.steps, o);
   });
-  if (!o.ranks && o.segment == 0 && plan.states_per_step >= one_step_states_per_step) { return std::nullopt; }
+  if (!o.ranks && o.segment == 0 && !plan.beats_one_step(one_step_states_per_step)) { return std::nullopt; }
   return plan;
 }
 

@@ -792,6 +792,54 @@ TEST(StencilSegments, ThePlannersKIsSearchedOverTilesAndNoAskedKMovesFewerBytes)
     << "a tile the caller chose stays as chosen";
 }
 
+TEST(StencilSegments, TheCpuWeighsTheCellsASegmentUpdatesAsWellAsItsBytes)
+{
+  // One step updates each cell twice (forward, adjoint); a 1-D radius-1 segment of 2 steps on
+  // tiles of 4 updates u_1 on 6 cells and u_2 on 4, then u_1 again on 8, λ_1 on 6 and λ_0 on 4:
+  // 28 over 2 steps of 4 cells.
+  st::reach const one{1, 1, 1};
+  EXPECT_DOUBLE_EQ(st::detail::cells_per_step(st::segment_shape{1, one}, {64, 64, 1}, {64, 64, 1}, 2), 2.0);
+  EXPECT_DOUBLE_EQ(st::detail::cells_per_step(st::segment_shape{2, one}, {4, 1, 1}, {4, 1, 1}, 1), 3.5);
+
+  // Gray–Scott 128³ f32 on 16³ CPU tiles: 3 steps would move the fewest bytes (3.83 states a step
+  // against 4.25 for 2), but update 4.91 cells a step against 3.40, and cost more (8.74 against 7.65).
+  device_limits const cpu = query_device_limits(backend::cpu);
+  using gs = gray_scott_3d<float>;
+  st::grid<float> const g{128, 128, 128};
+  st::segment_plan const p = st::plan_segments<gs>(g, 16, cpu);
+  EXPECT_EQ(p.work_weight, 1.0);
+  EXPECT_EQ(p.k, 2) << p.describe();
+  EXPECT_EQ(p.tile.x * p.tile.y * p.tile.z, 16 * 16 * 16) << p.describe();
+  EXPECT_DOUBLE_EQ(p.cost_per_step(), p.states_per_step + p.cells_per_step);
+  EXPECT_NE(p.describe().find("3.40 cell updates per step"), std::string::npos) << p.describe();
+  st::segment_request three;
+  three.k = 3;
+  st::segment_plan const q = st::plan_segments<gs>(g, 16, cpu, three);
+  EXPECT_LT(q.states_per_step, p.states_per_step) << q.describe();
+  EXPECT_GT(q.cost_per_step(), p.cost_per_step()) << q.describe();
+  // No asked k costs 5 % less than the planner's, on the CPU, for a 2-D stencil too.
+  st::segment_plan const chosen = st::plan_segments<allen_cahn_2d<float>>(st::grid<float>{4096, 4096}, 16, cpu);
+  for (int k = 1; k <= st::max_segment_steps; ++k) {
+    st::segment_request asked;
+    asked.k = k;
+    try {
+      st::segment_plan const a = st::plan_segments<gs>(g, 16, cpu, asked);
+      EXPECT_GE(a.cost_per_step(), 0.95 * p.cost_per_step()) << a.describe() << " against " << p.describe();
+    } catch (logic_error const& e) {
+      EXPECT_NE(std::string(e.what()).find("bytes on chip"), std::string::npos) << e.what();
+    }
+    st::segment_plan const flat = st::plan_segments<allen_cahn_2d<float>>(st::grid<float>{4096, 4096}, 16, cpu, asked);
+    EXPECT_GE(flat.cost_per_step(), 0.95 * chosen.cost_per_step()) << flat.describe() << " against " << chosen.describe();
+  }
+  // A segment beats a one-step gradient by its cost: bytes, and twice the cells for the one step.
+  EXPECT_TRUE(p.beats_one_step(p.cost_per_step() - 1.99));
+  EXPECT_FALSE(p.beats_one_step(p.cost_per_step() - 2.01));
+  // A GPU's segments are planned by their bytes alone.
+  st::segment_plan const gpu = st::plan_segments<gs>(g, 16, gpu_limits(132, 228 * 1024));
+  EXPECT_EQ(gpu.work_weight, 0.0);
+  EXPECT_DOUBLE_EQ(gpu.cost_per_step(), gpu.states_per_step);
+}
+
 TEST(StencilSegments, RequestsThatCannotRunAreLogicErrors)
 {
   using ac = allen_cahn_2d<float>;

@@ -67,10 +67,28 @@ struct segment_plan {
   /// in states: halo reads included, and the coefficients and their adjoint where the stencil has
   /// them. A store-every-step gradient of a one-step kernel moves 5.
   double states_per_step{0};
+  /// Cell updates per time step of a gradient, in grid cells: the forward's levels on their boxes,
+  /// the reverse's recomputed states and its adjoint levels on theirs (halos included). A one-step
+  /// gradient updates each cell twice a step (forward and adjoint).
+  double cells_per_step{0};
+  /// What one cell update costs, in states moved (the planner's weight of cells_per_step against
+  /// states_per_step): 1 on the CPU, measured (docs/stencils.md, "Choosing k"); 0 on a GPU, whose
+  /// segments are planned by their bytes until a GPU measures the weight.
+  double work_weight{0};
   /// Over ranks: the process grid the plan's parts are cut by (plan_slab_segments); 0 x 0 for one
   /// process.
   ranks_grid ranks{};
 
+  /// The planner's cost of a time step, in states moved: states_per_step + work_weight ·
+  /// cells_per_step.
+  [[nodiscard]] double cost_per_step() const noexcept { return states_per_step + work_weight * cells_per_step; }
+  /// Whether these segments cost less than a one-step gradient moving `one_step_states` states a
+  /// step (and updating each cell twice): what --segment auto runs them by where a workload has a
+  /// one-step chain of its own.
+  [[nodiscard]] bool beats_one_step(double one_step_states) const noexcept
+  {
+    return cost_per_step() < one_step_states + work_weight * 2.0;
+  }
   /// Time steps in segment `j` (the last one may be shorter).
   [[nodiscard]] int steps_in(std::size_t j) const noexcept
   {
@@ -84,8 +102,8 @@ struct segment_plan {
     char line[256];
     std::snprintf(line, sizeof line,
                   "segments of %d steps (%zu segments), tiles %dx%dx%d (%zu), %zu B on chip per tile, "
-                  "%.2f states moved per step",
-                  k, segments, tile.x, tile.y, tile.z, tiles, scratch_bytes, states_per_step);
+                  "%.2f states moved per step, %.2f cell updates per step",
+                  k, segments, tile.x, tile.y, tile.z, tiles, scratch_bytes, states_per_step, cells_per_step);
     std::string text = line;
     if (forward_tile.x != tile.x || forward_tile.y != tile.y || forward_tile.z != tile.z) {
       std::snprintf(line, sizeof line, "; the forward's tiles %dx%dx%d (%zu), %zu B", forward_tile.x, forward_tile.y,
@@ -126,12 +144,33 @@ namespace detail {
   return (forward + reverse + c * (forward_box + state_box + 2.0)) / s.k;
 }
 
+/// Cell updates of one segment of k steps, per step, in grid cells: the forward computes u_1..u_k
+/// on their boxes of tile `f`; the reverse recomputes u_1..u_{k-1} and computes λ_{k-1}..λ_0 on
+/// theirs of tile `t`. One step (k = 1) updates each cell twice.
+[[nodiscard]] inline double cells_per_step(segment_shape s, tile_extent t, tile_extent f, int dims) noexcept
+{
+  double forward = 0;
+  for (int i = 1; i <= s.k; ++i) { forward += static_cast<double>(box_cells(f, dims, s.forward_halo(i))); }
+  double reverse = 0;
+  for (int i = 1; i < s.k; ++i) { reverse += static_cast<double>(box_cells(t, dims, s.state_halo(i))); }
+  for (int i = 0; i < s.k; ++i) { reverse += static_cast<double>(box_cells(t, dims, s.lambda_halo(i))); }
+  return (forward / static_cast<double>(box_cells(f, dims, 0)) + reverse / static_cast<double>(box_cells(t, dims, 0))) /
+         s.k;
+}
+
+/// The planner's weight of a cell update against a state moved (segment_plan::work_weight). The
+/// CPU's is measured: on an AMD EPYC with AVX2 (docs/stencils.md, "Choosing k"), the wave's 2-D and
+/// 3-D segment gradients at every k took states moved + cells updated, in equal parts, to within
+/// 6 %, where bytes alone had the 3-D wave take segments that lost to shorter ones. A GPU's waits for
+/// its measurement: 0, its segments planned by their bytes.
+[[nodiscard]] inline double work_weight(backend kind) noexcept { return kind == backend::cpu ? 1.0 : 0.0; }
+
 }  // namespace detail
 
 /// Plans segments of stencil S over `g` for `steps` time steps on `limits`' device: the tile, and
-/// k — as asked, or the one that moves the fewest bytes per step whose reverse fits on chip (each
-/// longer segment must save at least 5 % of the bytes to be taken: past that the recomputation,
-/// not the traffic, costs), over the default tile and its halvings. The default tile shrinks until
+/// k — as asked, or the one of least cost per step (segment_plan::cost_per_step: the bytes moved,
+/// and on the CPU the cells updated) whose reverse fits on chip (each longer segment must save at
+/// least 5 % of the cost to be taken), over the default tile and its halvings. The default tile shrinks until
 /// the asked k fits. Throws logic_error for an empty grid, no steps, a tile or k the device
 /// cannot hold (naming the bytes), or axes the stencil does not have.
 template <class S>
@@ -211,16 +250,19 @@ template <class S>
     TAPEFLOW_EXPECTS(halo_fits(1), "one step reads " + std::to_string(deepest_halo(segment_shape{1, r})) +
                                      " cells beyond a rank's faces; the thinnest rank's part holds " +
                                      std::to_string(request.max_halo) + ": use fewer ranks");
-    // Every candidate tile, largest first, and every k that fits on it: the fewest bytes moved per
-    // step, a later candidate taken only when it saves at least 5 %.
+    // Every candidate tile, largest first, and every k that fits on it: the least cost per step, a
+    // later candidate taken only when it saves at least 5 %.
+    double const weight = detail::work_weight(limits.kind);
     double best = 0;
     bool found = false;
     tile_extent const first = t;
     for (tile_extent on = first;; on = halved(on)) {
       for (int k = 1; k <= longest && scratch_on(on, k) <= p.scratch_limit && halo_fits(k); ++k) {
-        double const moved = detail::states_per_step(segment_shape{k, r}, on, on, dims, S::fields, coefficients_v<S>);
-        if (!found || moved < 0.95 * best) {
-          best = moved;
+        segment_shape const shape{k, r};
+        double const cost = detail::states_per_step(shape, on, on, dims, S::fields, coefficients_v<S>) +
+                            weight * detail::cells_per_step(shape, on, on, dims);
+        if (!found || cost < 0.95 * best) {
+          best = cost;
           p.k = k;
           t = on;
           found = true;
@@ -291,6 +333,8 @@ template <class S>
   p.forward_grid_blocks = gpu ? grid_of(p.forward_tiles, p.forward_scratch_bytes) : p.grid_blocks;
   p.states_per_step =
     detail::states_per_step(segment_shape{p.k, r}, t, p.forward_tile, dims, S::fields, coefficients_v<S>);
+  p.cells_per_step = detail::cells_per_step(segment_shape{p.k, r}, t, p.forward_tile, dims);
+  p.work_weight = detail::work_weight(limits.kind);
   return p;
 }
 

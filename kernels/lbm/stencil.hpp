@@ -105,8 +105,8 @@ inline constexpr double one_step_states_per_step = 4.0 + 2.0 * 2.0 / directions;
 
 /// The segments the problem runs in on the stencil library, planned once (collectively over
 /// o.ranks): over ranks, in segments of K > 1, or, with --segment auto, when the planner's segments
-/// cost less than the one-step chain (segment_plan::beats_one_step); none when the one-step chain runs. Throws what
-/// segment_plan_of throws.
+/// cost less than the one-step chain (segment_plan::beats_one_step); none when the one-step chain
+/// runs. Throws what segment_plan_of throws.
 template <class T>
 [[nodiscard]] std::optional<tapeflow::stencil::segment_plan> segments_of(problem const& p, options const& o)
 {

@@ -170,8 +170,8 @@ namespace detail {
 /// Plans segments of stencil S over `g` for `steps` time steps on `limits`' device: the tile, and
 /// k — as asked, or the one of least cost per step (segment_plan::cost_per_step: the bytes moved,
 /// and on the CPU the cells updated) whose reverse fits on chip (each longer segment must save at
-/// least 5 % of the cost to be taken), over the default tile and its halvings. The default tile shrinks until
-/// the asked k fits. Throws logic_error for an empty grid, no steps, a tile or k the device
+/// least 5 % of the cost to be taken), over the default tile and its halvings. The default tile
+/// shrinks until the asked k fits. Throws logic_error for an empty grid, no steps, a tile or k the device
 /// cannot hold (naming the bytes), or axes the stencil does not have.
 template <class S>
 [[nodiscard]] segment_plan plan_segments(grid<typename S::value_type> const& g, std::size_t steps,

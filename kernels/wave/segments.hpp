@@ -43,8 +43,8 @@ decltype(auto) with_stencil(problem const& p, F&& f)
 
 /// The segments the problem runs in, planned once: in segments of K > 1, or, with --segment auto,
 /// when the planner's segments cost less than the one-step chain (segment_plan::beats_one_step);
-/// none when the one-step chain runs. Over ranks always (segments of K, 1 included, on each rank's slab; collective).
-/// Throws logic_error for a k the device, or the thinnest slab, cannot hold.
+/// none when the one-step chain runs. Over ranks always (segments of K, 1 included, on each rank's
+/// slab; collective). Throws logic_error for a k the device, or the thinnest slab, cannot hold.
 template <class T>
 [[nodiscard]] std::optional<tapeflow::stencil::segment_plan> segments_of(problem const& p, options const& o)
 {

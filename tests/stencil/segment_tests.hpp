@@ -807,7 +807,7 @@ TEST(StencilSegments, TheCpuWeighsTheCellsASegmentUpdatesAsWellAsItsBytes)
   using gs = gray_scott_3d<float>;
   st::grid<float> const g{128, 128, 128};
   st::segment_plan const p = st::plan_segments<gs>(g, 16, cpu);
-  EXPECT_EQ(p.work_weight, 1.0);
+  EXPECT_EQ(p.work_weight(), 1.0);
   EXPECT_EQ(p.k, 2) << p.describe();
   EXPECT_EQ(p.tile.x * p.tile.y * p.tile.z, 16 * 16 * 16) << p.describe();
   EXPECT_DOUBLE_EQ(p.cost_per_step(), p.states_per_step + p.cells_per_step);
@@ -836,7 +836,7 @@ TEST(StencilSegments, TheCpuWeighsTheCellsASegmentUpdatesAsWellAsItsBytes)
   EXPECT_FALSE(p.beats_one_step(p.cost_per_step() - 2.01));
   // A GPU's segments are planned by their bytes alone.
   st::segment_plan const gpu = st::plan_segments<gs>(g, 16, gpu_limits(132, 228 * 1024));
-  EXPECT_EQ(gpu.work_weight, 0.0);
+  EXPECT_EQ(gpu.work_weight(), 0.0);
   EXPECT_DOUBLE_EQ(gpu.cost_per_step(), gpu.states_per_step);
 }
 

@@ -165,7 +165,7 @@ TEST_F(Lbm, AutoTakesWhicheverOfSegmentsAndVelocitiesCostsLess)
     SCOPED_TRACE(f64 ? "f64" : "f32");
     stencil::segment_plan const sp = f64 ? lbm::segment_plan_of<double>(p, o) : lbm::segment_plan_of<float>(p, o);
     double const moved = sp.states_per_step;
-    bool const segments = sp.cost_per_step() < lbm::one_step_states_per_step + 2.0 * sp.work_weight;
+    bool const segments = sp.cost_per_step() < lbm::one_step_states_per_step + 2.0 * sp.work_weight();
     EXPECT_EQ(f64 ? lbm::on_stencil_library<double>(p, o) : lbm::on_stencil_library<float>(p, o), segments);
     // The chain runs one layer per segment, or one per step with the velocities as its layer.
     chain_stats const planned = f64 ? lbm::plan<double>(p, o) : lbm::plan<float>(p, o);

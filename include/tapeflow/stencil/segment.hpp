@@ -42,6 +42,17 @@ struct segment_request {
   ranks_grid ranks{};
 };
 
+namespace detail {
+
+/// The planner's weight of a cell update against a state moved (segment_plan::work_weight). The
+/// CPU's is measured: on an AMD EPYC with AVX2 (docs/stencils.md, "Choosing k"), the wave's 2-D and
+/// 3-D segment gradients at every k took states moved + cells updated, in equal parts, to within
+/// 6 %, where bytes alone had the 3-D wave take segments that lost to shorter ones. A GPU's waits for
+/// its measurement: 0, its segments planned by their bytes.
+[[nodiscard]] inline double work_weight(backend kind) noexcept { return kind == backend::cpu ? 1.0 : 0.0; }
+
+}  // namespace detail
+
 /// What the segment planner decided.
 struct segment_plan {
   backend kind{backend::cpu};
@@ -71,23 +82,21 @@ struct segment_plan {
   /// the reverse's recomputed states and its adjoint levels on theirs (halos included). A one-step
   /// gradient updates each cell twice a step (forward and adjoint).
   double cells_per_step{0};
-  /// What one cell update costs, in states moved (the planner's weight of cells_per_step against
-  /// states_per_step): 1 on the CPU, measured (docs/stencils.md, "Choosing k"); 0 on a GPU, whose
-  /// segments are planned by their bytes until a GPU measures the weight.
-  double work_weight{0};
   /// Over ranks: the process grid the plan's parts are cut by (plan_slab_segments); 0 x 0 for one
   /// process.
   ranks_grid ranks{};
 
-  /// The planner's cost of a time step, in states moved: states_per_step + work_weight ·
+  /// What one cell update costs on this plan's backend, in states moved (detail::work_weight).
+  [[nodiscard]] double work_weight() const noexcept { return detail::work_weight(kind); }
+  /// The planner's cost of a time step, in states moved: states_per_step + work_weight() ·
   /// cells_per_step.
-  [[nodiscard]] double cost_per_step() const noexcept { return states_per_step + work_weight * cells_per_step; }
+  [[nodiscard]] double cost_per_step() const noexcept { return states_per_step + work_weight() * cells_per_step; }
   /// Whether these segments cost less than a one-step gradient moving `one_step_states` states a
   /// step (and updating each cell twice): what --segment auto runs them by where a workload has a
   /// one-step chain of its own.
   [[nodiscard]] bool beats_one_step(double one_step_states) const noexcept
   {
-    return cost_per_step() < one_step_states + work_weight * 2.0;
+    return cost_per_step() < one_step_states + work_weight() * 2.0;
   }
   /// Time steps in segment `j` (the last one may be shorter).
   [[nodiscard]] int steps_in(std::size_t j) const noexcept
@@ -157,13 +166,6 @@ namespace detail {
   return (forward / static_cast<double>(box_cells(f, dims, 0)) + reverse / static_cast<double>(box_cells(t, dims, 0))) /
          s.k;
 }
-
-/// The planner's weight of a cell update against a state moved (segment_plan::work_weight). The
-/// CPU's is measured: on an AMD EPYC with AVX2 (docs/stencils.md, "Choosing k"), the wave's 2-D and
-/// 3-D segment gradients at every k took states moved + cells updated, in equal parts, to within
-/// 6 %, where bytes alone had the 3-D wave take segments that lost to shorter ones. A GPU's waits for
-/// its measurement: 0, its segments planned by their bytes.
-[[nodiscard]] inline double work_weight(backend kind) noexcept { return kind == backend::cpu ? 1.0 : 0.0; }
 
 }  // namespace detail
 
@@ -334,7 +336,6 @@ template <class S>
   p.states_per_step =
     detail::states_per_step(segment_shape{p.k, r}, t, p.forward_tile, dims, S::fields, coefficients_v<S>);
   p.cells_per_step = detail::cells_per_step(segment_shape{p.k, r}, t, p.forward_tile, dims);
-  p.work_weight = detail::work_weight(limits.kind);
   return p;
 }
 

@@ -1037,8 +1037,8 @@ struct tile_program {
       // A team that walks cells in a loop (the CPU), on a fixed grid not cut over ranks: the cells
       // outside the grid take the ghost (an adjoint 0), the rest are copied, each a loop of its own
       // with no test per cell (for_each_rim), the copy in vector lanes.
-      box const in = core_of(b, 0);  // b's cells inside the grid
-      if (!split() && g.edge == boundary::fixed && in.cells() > 0) {
+      box const in = core_of(b, 0);  // b's cells inside the grid (not cut: core_of is the part's)
+      if (g.edge == boundary::fixed && !split() && in.cells() > 0) {
         T const outside = adjoint ? T(0) : g.ghost;
         for_each_rim(team, b, in, [&](int x, int y, int z) {
           for (int f = 0; f < fields; ++f) { level[f * plane + b.at(x, y, z)] = outside; }

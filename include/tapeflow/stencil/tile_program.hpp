@@ -115,16 +115,25 @@ struct solo_team {
   TAPEFLOW_HOST_DEVICE void copy_box(box const& b, T const* src, std::size_t field_stride, std::size_t row,
                                      std::size_t plane, T* dst) const
   {
-    std::size_t const dst_field = b.cells();
+    copy_box<Fields>(b, src, field_stride, row, plane,
+                     strided<T>{dst, b.cells(), b.ex, static_cast<std::ptrdiff_t>(b.ex) * b.ey});
+  }
+  /// The same into values laid out as `dst` says: *(dst.at(x, y, z) + f * dst.field) for the cell
+  /// (x, y, z) of `b` (the part of a level's box inside a fixed grid, copied into that level).
+  template <int Fields, class T>
+  TAPEFLOW_HOST_DEVICE void copy_box(box const& b, T const* src, std::size_t field_stride, std::size_t row,
+                                     std::size_t plane, strided<T> dst) const
+  {
     for (int f = 0; f < Fields; ++f) {
-      T* to = dst + static_cast<std::size_t>(f) * dst_field;
+      T* const field = dst.base + static_cast<std::size_t>(f) * dst.field;
       for (int z = 0; z < b.ez; ++z) {
         T const* const rows = src + static_cast<std::size_t>(f) * field_stride + static_cast<std::size_t>(z) * plane;
         for (int y = 0; y < rows_ahead && y < b.ey; ++y) { prefetch_run(rows + static_cast<std::size_t>(y) * row, b.ex); }
         for (int y = 0; y < b.ey; ++y) {
           if (y + rows_ahead < b.ey) { prefetch_run(rows + static_cast<std::size_t>(y + rows_ahead) * row, b.ex); }
           T const* const from = rows + static_cast<std::size_t>(y) * row;
-          for (int x = 0; x < b.ex; ++x) { *to++ = from[x]; }
+          T* const to = field + static_cast<std::ptrdiff_t>(z) * dst.plane + static_cast<std::ptrdiff_t>(y) * dst.row;
+          for (int x = 0; x < b.ex; ++x) { to[x] = from[x]; }
         }
       }
     }
@@ -1035,8 +1044,8 @@ struct tile_program {
     }
     if constexpr (!masking_team<Team>::value) {
       // A team that walks cells in a loop (the CPU), on a fixed grid not cut over ranks: the cells
-      // outside the grid take the ghost (an adjoint 0), the rest are copied, each a loop of its own
-      // with no test per cell (for_each_rim), the copy in vector lanes.
+      // outside the grid take the ghost (an adjoint 0) with no test per cell (for_each_rim), and
+      // the rest are copied in rows, as an inner tile's box is (copy_box), into their place in b.
       box const in = core_of(b, 0);  // b's cells inside the grid (not cut: core_of is the part's)
       if (g.edge == boundary::fixed && !split() && in.cells() > 0) {
         T const outside = adjoint ? T(0) : g.ghost;
@@ -1044,13 +1053,9 @@ struct tile_program {
           for (int f = 0; f < fields; ++f) { level[f * plane + b.at(x, y, z)] = outside; }
         });
         shift const at = between(b, in);
-        for (int f = 0; f < fields; ++f) {
-          T* const to = level + static_cast<std::size_t>(f) * plane;
-          T const* const from = state + static_cast<std::size_t>(f) * cells;
-          team.template for_each<dims>(in, [&](int x, int y, int z) {
-            to[b.at(x + at.x, y + at.y, z + at.z)] = from[index_of(in.x0 + x, in.y0 + y, in.z0 + z)];
-          });
-        }
+        strided<T> into = level_of(level, b);
+        into.base = into.at(at.x, at.y, at.z);
+        team.template copy_box<fields>(in, state + index_of(in.x0, in.y0, in.z0), cells, g.nx, g.nx * g.ny, into);
         return;
       }
     }
@@ -1085,8 +1090,12 @@ struct tile_program {
     if constexpr (observes_v<S>) {
       std::size_t const plane = b.cells();
       shift const sh = by(halo);
-      team.template for_each<dims>(t, [&](int x, int y, int z) {
-        if (!Inner && !inside(t.x0 + x, t.y0 + y, t.z0 + z)) { return; }
+      // Over the tile's cells inside the grid, as advance()'s last step: a team that walks cells in
+      // a loop takes those alone (inside_part starts where t does), a masking team tests each.
+      constexpr bool masked = !Inner && masking_team<Team>::value;
+      box const own = Inner || masked ? t : inside_part(t);
+      team.template for_each<dims>(own, [&](int x, int y, int z) {
+        if (masked && !inside(t.x0 + x, t.y0 + y, t.z0 + z)) { return; }
         T u[fields];
         for (int f = 0; f < fields; ++f) { u[f] = level[f * plane + b.at(x + sh.x, y + sh.y, z + sh.z)]; }
         observe_cell(u, step, t.x0 + x, t.y0 + y, t.z0 + z);

@@ -44,3 +44,18 @@ TEST(Select, GivesTheBitsOfTheChosenValueInF64) { check_select<double>(); }
 
 }  // namespace
 }  // namespace tapeflow
+
+// tapeflow::all is `&&` without its short circuit: every combination of one to three tests, and a
+// compile-time use (constexpr).
+TEST(All, HoldsExactlyWhereEveryTestHolds)
+{
+  static_assert(tapeflow::all(true, true, true) && !tapeflow::all(true, false, true), "constexpr");
+  for (int bits = 0; bits < 8; ++bits) {
+    bool const a = (bits & 1) != 0;
+    bool const b = (bits & 2) != 0;
+    bool const c = (bits & 4) != 0;
+    EXPECT_EQ(tapeflow::all(a), a);
+    EXPECT_EQ(tapeflow::all(a, b), a && b) << bits;
+    EXPECT_EQ(tapeflow::all(a, b, c), a && b && c) << bits;
+  }
+}

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// tapeflow::select: a choice between two values already computed, without a branch.
+// tapeflow::select: a choice between two values already computed, without a branch; tapeflow::all:
+// its tests joined without a short circuit.
 #pragma once
 
 #include <tapeflow/config.hpp>
@@ -36,6 +37,18 @@ template <class T>
   std::memcpy(&out, &chosen, sizeof(T));
   return out;
 #endif
+}
+
+/// Whether every test holds, `a && b && ...` without its short circuit: the tests are evaluated
+/// all, and joined as integers. Write a select()'s condition so: GCC 12 turns `&&` into a choice of
+/// one bool or another that it cannot run in vector lanes (the wave's boundary tiles ran their
+/// reverse scalar so, docs/benchmarks.md "A boundary tile's core in vector lanes"), and clang warns
+/// of `&` between bools.
+template <class... Tests>
+[[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr bool all(bool first, Tests... rest) noexcept
+{
+  static_assert((std::is_same_v<Tests, bool> && ...), "tapeflow::all: tests (bool)");
+  return ((static_cast<unsigned>(first)) & ... & static_cast<unsigned>(rest)) != 0U;
 }
 
 }  // namespace tapeflow

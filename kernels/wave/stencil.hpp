@@ -17,6 +17,7 @@
 #include "wave.hpp"
 
 #include <tapeflow/config.hpp>
+#include <tapeflow/select.hpp>
 #include <tapeflow/stencil/stencil.hpp>
 
 #include <cstddef>
@@ -118,7 +119,7 @@ struct stencil {
   }
   [[nodiscard]] TAPEFLOW_HOST_DEVICE bool receives(tapeflow::stencil::site<T> const& at) const noexcept
   {
-    return (cell_y(at) == g.receiver_y) & (cell_z(at) == g.receiver_z);
+    return tapeflow::all(cell_y(at) == g.receiver_y, cell_z(at) == g.receiver_z);
   }
   /// neighbour_sum around the cell of `at` of nth(n): without its tests where the library knows
   /// every neighbour lies in the grid (at.interior: an inner tile's cells).
@@ -133,7 +134,8 @@ struct stencil {
   [[nodiscard]] TAPEFLOW_HOST_DEVICE T source(T const* u, tapeflow::stencil::site<T> const& at) const noexcept
   {
     T const neighbours = sum_around(at, [u](int n) { return neighbour(u, n); });
-    bool const at_source = (cell_x(at) == g.source_x) & (cell_y(at) == g.source_y) & (cell_z(at) == g.source_z);
+    bool const at_source =
+      tapeflow::all(cell_x(at) == g.source_x, cell_y(at) == g.source_y, cell_z(at) == g.source_z);
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
     return source_value(neighbours, u[1], g, at_source, at.step, Dims);
 #else

@@ -117,6 +117,9 @@ struct stencil {
   {
     return static_cast<std::size_t>(at.z);
   }
+  /// Whether the cell is on the receivers' line. (Its tests, and the source's, are joined by
+  /// tapeflow::all, not `&&`, which kept a CPU's compiler from running a boundary tile's reverse in
+  /// vector lanes: the vector_lanes test.)
   [[nodiscard]] TAPEFLOW_HOST_DEVICE bool receives(tapeflow::stencil::site<T> const& at) const noexcept
   {
     return tapeflow::all(cell_y(at) == g.receiver_y, cell_z(at) == g.receiver_z);

@@ -50,6 +50,13 @@ struct box {
   }
 };
 
+/// A level stored on box `b` at `level`: field by field, x fastest.
+template <class V>
+[[nodiscard]] TAPEFLOW_HOST_DEVICE strided<V> level_of(V* level, box const& b) noexcept
+{
+  return {level, b.cells(), b.ex, static_cast<std::ptrdiff_t>(b.ex) * b.ey};
+}
+
 /// The tile at `origin` grown by `halo` along the first `dims` axes.
 [[nodiscard]] TAPEFLOW_HOST_DEVICE constexpr box grown(box tile, int dims, int halo) noexcept
 {
@@ -115,8 +122,7 @@ struct solo_team {
   TAPEFLOW_HOST_DEVICE void copy_box(box const& b, T const* src, std::size_t field_stride, std::size_t row,
                                      std::size_t plane, T* dst) const
   {
-    copy_box<Fields>(b, src, field_stride, row, plane,
-                     strided<T>{dst, b.cells(), b.ex, static_cast<std::ptrdiff_t>(b.ex) * b.ey});
+    copy_box<Fields>(b, src, field_stride, row, plane, level_of(dst, b));
   }
   /// The same into values laid out as `dst` says: *(dst.at(x, y, z) + f * dst.field) for the cell
   /// (x, y, z) of `b` (the part of a level's box inside a fixed grid, copied into that level).
@@ -479,6 +485,17 @@ struct tile_program {
     if constexpr (dims >= 2) { cut(b.y0, b.ey, g.ny); }
     if constexpr (dims >= 3) { cut(b.z0, b.ez, g.nz); }
     return b;
+  }
+  /// The cells of tile `t` a level's loop over the tile's own cells walks (the forward's last step,
+  /// the observation): those inside the grid, where the team walks cells in a loop (no test per
+  /// cell to keep the loop from being vectorised; inside_part starts where t does); all of t for an
+  /// inner tile, and for a team whose threads mask a cell for free, which tests each (walking the
+  /// part cut to the grid instead cost nvcc 12 more registers in Allen–Cahn's general advance,
+  /// sm_90).
+  template <bool Inner, class Team>
+  [[nodiscard]] TAPEFLOW_HOST_DEVICE box walked_part(box const& t) const noexcept
+  {
+    return Inner || masking_team<Team>::value ? t : inside_part(t);
   }
   /// std::true_type where `Inner` (an inner tile: known when the program is compiled), else `known`.
   template <bool Inner>
@@ -892,12 +909,6 @@ struct tile_program {
   static constexpr bool forward_sweeps = window_values<forward_taps>() <= max_window;
   static constexpr bool adjoint_sweeps = adjoint_window_fits();
 
-  /// A level stored on box `b` at `level`.
-  template <class V>
-  [[nodiscard]] TAPEFLOW_HOST_DEVICE static strided<V> level_of(V* level, box const& b) noexcept
-  {
-    return {level, b.cells(), b.ex, static_cast<std::ptrdiff_t>(b.ex) * b.ey};
-  }
   /// The cells of `state` from the cell (x, y, z) of this grid on (inside it).
   template <class V>
   [[nodiscard]] TAPEFLOW_HOST_DEVICE strided<V> state_from(V* state, std::int64_t x, std::int64_t y,
@@ -1090,10 +1101,8 @@ struct tile_program {
     if constexpr (observes_v<S>) {
       std::size_t const plane = b.cells();
       shift const sh = by(halo);
-      // Over the tile's cells inside the grid, as advance()'s last step: a team that walks cells in
-      // a loop takes those alone (inside_part starts where t does), a masking team tests each.
-      constexpr bool masked = !Inner && masking_team<Team>::value;
-      box const own = Inner || masked ? t : inside_part(t);
+      constexpr bool masked = !Inner && masking_team<Team>::value;  // tests each cell of t
+      box const own = walked_part<Inner, Team>(t);
       team.template for_each<dims>(own, [&](int x, int y, int z) {
         if (masked && !inside(t.x0 + x, t.y0 + y, t.z0 + z)) { return; }
         T u[fields];
@@ -1150,12 +1159,8 @@ struct tile_program {
     if constexpr (Inner && sweeping_team<Team>::value && forward_sweeps) {
       sweep_forward(team, prev, b, t, state_from(out, t.x0, t.y0, t.z0), first + static_cast<std::size_t>(k - 1));
     } else {
-      // Over the tile's cells inside the grid (an inner tile's are all of them): a team that walks
-      // cells in a loop runs over those alone, with no test per cell to keep its loop from being
-      // vectorised; a team whose threads mask a cell for free tests each (walking the part cut to
-      // the grid instead cost nvcc 12 more registers in Allen–Cahn's general advance, sm_90).
-      constexpr bool masked = !Inner && masking_team<Team>::value;
-      box const own = Inner || masked ? t : inside_part(t);
+      constexpr bool masked = !Inner && masking_team<Team>::value;  // tests each cell of t
+      box const own = walked_part<Inner, Team>(t);
       shift const sh = by(r.forward);  // own starts where t does
       std::size_t const cells = g.cells();
       for_each_cored(team, own, r.forward, known_if<Inner>(false), [&](int x, int y, int z, auto interior) {

@@ -11,6 +11,7 @@
 #include <tapeflow/workloads/lbm.hpp>
 #include <tapeflow/workloads/lstm.hpp>
 #include <tapeflow/workloads/rk4.hpp>
+#include <tapeflow/workloads/common/segment_trials.hpp>
 
 #include <gtest/gtest.h>
 
@@ -231,6 +232,63 @@ TEST_F(Cli, AllenCahnSegmentsAreTheApiSegmentsAndThePlanShowsThem)
          {"plan allen-cahn --n 40 --steps 9 --segment-threads 128", "--segment K (K > 1) or --segment auto"},
          {"plan wave --nx 8 --ny 8 --steps 9 --segment 2 --segment-threads 100", "multiple of 32"},
          {"plan burgers --n 64 --steps 9 --segment 2 --segment-threads 2048", "between 32 and 1024"},
+       }) {
+    EXPECT_EQ(run(args), 2) << args;
+    EXPECT_NE(output_.find(says), std::string::npos) << args << "\n" << output_;
+  }
+}
+
+TEST(SegmentTrials, CandidatesAreOneStepTwoToFourAndThePlannersNeighboursWithinTheSteps)
+{
+  using v = std::vector<int>;
+  EXPECT_EQ(wl::segment_candidates(0, 100), (v{1, 2, 3, 4})) << "auto runs one step per layer";
+  EXPECT_EQ(wl::segment_candidates(3, 100), (v{1, 2, 3, 4}));
+  EXPECT_EQ(wl::segment_candidates(5, 100), (v{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(wl::segment_candidates(9, 100), (v{1, 2, 3, 4, 8, 9, 10}));
+  EXPECT_EQ(wl::segment_candidates(16, 100), (v{1, 2, 3, 4, 15, 16})) << "none past stencil::max_segment_steps";
+  EXPECT_EQ(wl::segment_candidates(2, 3), (v{1, 2, 3})) << "none longer than the gradient";
+  EXPECT_EQ(wl::segment_candidates(0, 1), (v{1}));
+}
+
+TEST(SegmentTrials, TheFastestWinsAndATieGoesToTheShorterSegment)
+{
+  EXPECT_EQ(wl::fastest_segment({{1, 9.0}, {2, 7.5}, {3, 8.0}}), 2);
+  EXPECT_EQ(wl::fastest_segment({{1, 7.0}, {2, 7.5}, {4, 9.0}}), 1);
+  EXPECT_EQ(wl::fastest_segment({{1, 8.0}, {2, 7.0}, {3, 7.0}}), 2);
+  EXPECT_EQ(wl::fastest_segment({{1, 9.0}, {2, 9.5}, {10, 3.0}}), 10);
+  EXPECT_THROW(static_cast<void>(wl::fastest_segment({})), logic_error);
+}
+
+TEST_F(Cli, SegmentMeasureTimesTheCandidatesAndRunsTheFastestWithTheOneStepBits)
+{
+  std::string const problem = " wave --nx 12 --ny 10 --nz 6 --steps 7 ";
+  ASSERT_EQ(run("init" + problem + "--seed 3 --out " + path("in.bin")), 0) << output_;
+  ASSERT_EQ(run("run" + problem + "--backend cpu --input " + path("in.bin") + " --grad-out " + path("one.bin")), 0)
+    << output_;
+  ASSERT_EQ(run("run" + problem + "--segment measure --backend cpu --input " + path("in.bin") + " --grad-out " +
+                path("g.bin") + " --json " + path("s.json")),
+            0)
+    << output_;
+  EXPECT_NE(output_.find("trials: --segment 1: "), std::string::npos) << output_;
+  expect_same_bits(read<float>("g.bin"), read<float>("one.bin"), "wave --segment measure");
+  // The JSON names the chosen length, and the run ran it: in segments, its plan says so.
+  std::string const stats = text("s.json");
+  std::string const key = "\"segment_trials\": {\"chosen\": ";
+  std::size_t const at = stats.find(key);
+  ASSERT_NE(at, std::string::npos) << stats;
+  int const chosen = std::stoi(stats.substr(at + key.size()));
+  EXPECT_NE(stats.find("\"segment\": " + std::to_string(chosen) + ", \"ms_per_step\""), std::string::npos) << stats;
+  if (chosen > 1) {
+    EXPECT_NE(output_.find("stencil: segments of " + std::to_string(chosen) + " steps"), std::string::npos) << output_;
+  } else {
+    EXPECT_EQ(output_.find("stencil: segments of "), std::string::npos) << output_;
+  }
+  ASSERT_EQ(run("plan" + problem + "--segment measure --backend cpu --json -"), 0) << output_;
+  EXPECT_NE(output_.find("\"segment_trials\": {\"chosen\": "), std::string::npos) << output_;
+  for (auto const& [args, says] : std::vector<std::pair<std::string, std::string>>{
+         {"plan" + problem + "--segment mesure", "K (1 to 16), auto or measure, got 'mesure'"},
+         {"plan" + problem + "--segment -2", "auto or measure"},
+         {"plan allen-cahn --n 40 --steps 9 --segment measure --tape partials", "--tape values"},
        }) {
     EXPECT_EQ(run(args), 2) << args;
     EXPECT_NE(output_.find(says), std::string::npos) << args << "\n" << output_;

@@ -94,6 +94,10 @@ class commands {
                                 parts);
       start_together();  // every rank has its arguments and inputs
       print_header(command::run, entry(), described::sizes(p), dtype, o.kind);
+      workloads::segment_measurement trials;
+      o = workloads::settle_segment<D, T>(p, o, &trials);
+      print_segment_trials(trials);
+      o.progress = bar.callback();  // the trials ran without it
       print_plan(D::template plan<T>(p, o));
       auto const start = std::chrono::steady_clock::now();
       reset_device_memory_peak(o.kind);
@@ -114,6 +118,7 @@ class commands {
           .add("loss", static_cast<double>(r.loss))
           .add("gradient_ms", wall_ms);
         add_report(stats, r.report, o.kind);
+        if (!trials.trials.empty()) { stats.add("segment_trials", trials.json()); }
         stats.add("options", given_options(args));
         write_text(args.text("json"), stats.str());
       }
@@ -130,13 +135,17 @@ class commands {
     bool const quiet = args.has("json") && args.text("json") == "-";  // standard output is the JSON
     start_together();
     if (!quiet) { print_header(command::plan, entry(), described::sizes(p), dtype, o.kind); }
-    workloads::tape_report const planned =
-      described::with_precision(dtype, [&](auto t) { return D::template plan<decltype(t)>(p, o); });
+    workloads::segment_measurement trials;  // --segment measure runs its trials here
+    workloads::tape_report const planned = described::with_precision(dtype, [&](auto t) {
+      using T = decltype(t);
+      return D::template plan<T>(p, workloads::settle_segment<D, T>(p, o, &trials));
+    });
     if (!quiet) {
+      print_segment_trials(trials);
       print_plan(planned);
       if (planned.chain) { print_layer_tiers(*planned.chain); }
     }
-    if (planned.chain) { write_plan_json(args, entry(), dtype, o.kind, *planned.chain); }
+    if (planned.chain) { write_plan_json(args, entry(), dtype, o.kind, *planned.chain, trials); }
     return 0;
   }
 
@@ -159,9 +168,12 @@ class commands {
       using T = decltype(t);
       auto const inputs = D::template random_inputs<T>(p, seed_of(args));
       start_together();
-      print_plan(D::template plan<T>(p, o));
+      workloads::segment_measurement trials;
+      options const settled = workloads::settle_segment<D, T>(p, o, &trials);
+      print_segment_trials(trials);
+      print_plan(D::template plan<T>(p, settled));
       reset_device_memory_peak(o.kind);
-      auto session = D::template open<T>(p, o);
+      auto session = D::template open<T>(p, settled);
       workloads::bench_result const r =
         workloads::benchmark(*session, workloads::views_of(inputs), o.stream, warmup, repeats);
       std::printf("forward %.3f ms (augmented forward / primal: %.2f), reverse %.3f ms; after the first gradient "
@@ -173,6 +185,7 @@ class commands {
       if (std::string const own = described::variant_of(o); !own.empty()) { variant += "-" + own; }
       write_bench_row(args, entry(), variant, D::size_key(p, dtype), o.kind, r, [&](json_object& row) {
         row.add("repeat_allocations", r.repeat_allocations).add("repeat_allocated_bytes", r.repeat_allocated_bytes);
+        if (!trials.trials.empty()) { row.add("segment_trials", trials.json()); }
         described::bench_facts(p, r.report, row);
       });
       return 0;

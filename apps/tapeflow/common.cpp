@@ -490,17 +490,25 @@ void add_chain_plan(json_object& o, chain_stats const& c)
 }  // namespace
 
 void write_plan_json(parsed_args const& args, workload const& w, std::string const& dtype, backend kind,
-                     chain_stats const& planned)
+                     chain_stats const& planned, workloads::segment_measurement const& trials)
 {
   if (!args.has("json")) { return; }
   json_object plan;
   plan.add("workload", w.name).add("dtype", dtype).add("backend", std::string{tapeflow::to_string(kind)});
   add_chain_plan(plan, planned);
+  if (!trials.trials.empty()) { plan.add("segment_trials", trials.json()); }
   if (args.text("json") == "-") {
     std::printf("%s\n", plan.str().c_str());
   } else {
     write_text(args.text("json"), plan.str());
   }
+}
+
+void print_segment_trials(workloads::segment_measurement const& m)
+{
+  if (m.trials.empty()) { return; }
+  std::printf("trials: --segment %s\n", m.describe().c_str());
+  std::fflush(stdout);
 }
 
 namespace {

@@ -16,6 +16,7 @@
 
 #include <tapeflow/workloads/common/describe.hpp>
 #include <tapeflow/workloads/common/run_options.hpp>
+#include <tapeflow/workloads/common/segment_trials.hpp>
 #include <tapeflow/workloads/common/session.hpp>
 
 #include <algorithm>
@@ -151,9 +152,12 @@ void print_summary(workloads::tape_report const& r, backend kind);
 /// The schedule a chain runs, per step: where its tape lives, the checkpoints of the state before
 /// it stored and restored on each level, how often it runs untaped; and the predicted time.
 json_object schedule_json(chain_stats const& c);
-/// `plan --json PLAN.json` (or '-': standard output): the plan, the schedule, the predicted time.
+/// `plan --json PLAN.json` (or '-': standard output): the plan, the schedule, the predicted time,
+/// and what --segment measure timed (`trials`, when it did).
 void write_plan_json(parsed_args const& args, workload const& w, std::string const& dtype, backend kind,
-                     chain_stats const& planned);
+                     chain_stats const& planned, workloads::segment_measurement const& trials = {});
+/// Its line before a plan ("trials: ..."), where there were trials.
+void print_segment_trials(workloads::segment_measurement const& m);
 [[nodiscard]] json_object pipeline_json(pipeline_plan const& p);
 [[nodiscard]] json_object chain_plan_json(chain_stats const& c);
 /// What a run's tape did, for --json.

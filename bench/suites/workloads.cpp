@@ -4,6 +4,7 @@
 // gradient, device-resident, event-timed medians after a warm-up — and one row of the results.
 #include "../harness.hpp"
 
+#include <tapeflow/workloads/common/segment_trials.hpp>
 #include <tapeflow/workloads/registry.hpp>
 
 #include <tapeflow/error.hpp>
@@ -45,7 +46,9 @@ void run_case(context& ctx, workloads::bench_case<D> const& c, std::string const
   reset_device_memory_peak(ctx.kind());
   reset_host_memory_peak(ctx.kind());
   workloads::bench_result r;
+  workloads::segment_measurement trials;  // a case of --segment measure times its candidates first
   try {
+    o = workloads::settle_segment<D, T>(c.problem, o, &trials);
     auto session = D::template open<T>(c.problem, o);
     r = workloads::benchmark(*session, views, {}, ctx.warmup(), ctx.repeats());
   } catch (budget_error const& e) {
@@ -66,6 +69,7 @@ void run_case(context& ctx, workloads::bench_case<D> const& c, std::string const
   if (r.report.layer) { out.extra.add("plan", r.report.layer->describe()); }
   if (r.report.arena) { out.extra.add("plan", r.report.arena->describe()); }
   for (auto const& [name, value] : r.report.facts) { out.extra.add(name, value); }
+  if (!trials.trials.empty()) { out.extra.add("segment_trials", trials.json()); }
   if constexpr (chain) {
     add_chain(out.extra, *r.report.chain, o.budget_bytes);
     if (c.tier_stats) {

@@ -81,9 +81,11 @@ void read_field(cli::parsed_args const& args, field_info const& f, std::vector<s
 
 std::vector<cli::flag_spec> segment_flags()
 {
-  return {{"segment", "K|auto",
+  return {{"segment", "K|auto|measure",
            "steps per segment: 1 (default) one step per layer; K > 1 keeps every K-th state and\n"
-           "recomputes each segment on chip in the reverse; auto lets the planner pick K (docs/stencils.md)"},
+           "recomputes each segment on chip in the reverse; auto lets the planner pick K; measure times\n"
+           "one step per layer, 2 to 4 and auto's K with its neighbours on a short horizon of the\n"
+           "grid here first and runs the fastest (docs/stencils.md)"},
           {"shared-opt-in", "",
            "GPU: a segment's tile may hold the shared memory a block gets on opt-in (227 KiB on an\n"
            "H100), not only 48 KiB: longer segments, fewer blocks resident (needs --segment K or auto)"},
@@ -126,9 +128,15 @@ tapeflow::stencil::ranks_grid ranks_grid_flag(cli::parsed_args const& args, sten
 void read_segment_options(cli::parsed_args const& args, stencil_options& o, int dims)
 {
   if (args.has("ranks-grid")) { o.ranks_grid = ranks_grid_flag(args, o, dims); }
-  if (args.text("segment", "1") == "auto") {
-    o.segment = 0;
+  std::string const segment = args.text("segment", "1");
+  o.measure_segment = segment == "measure";
+  if (segment == "auto" || o.measure_segment) {
+    o.segment = 0;  // measure: what the trials decide (settle_segment); auto until then
   } else {
+    if (segment.empty() || segment.find_first_not_of("0123456789") != std::string::npos) {
+      throw cli::usage_error("--segment takes K (1 to " + std::to_string(tapeflow::stencil::max_segment_steps) +
+                             "), auto or measure, got '" + segment + "'");
+    }
     o.segment = static_cast<int>(cli::count_of(args, "segment", 1, tapeflow::stencil::max_segment_steps, 1));
   }
   o.shared_opt_in = args.has("shared-opt-in");
@@ -151,6 +159,7 @@ std::string segment_variant(stencil_options const& o)
 {
   std::string const optin = o.shared_opt_in ? "-optin" : "";
   std::string const threads = o.segment_threads != 0 ? "-t" + std::to_string(o.segment_threads) : "";
+  if (o.measure_segment) { return "segment-measured" + optin + threads; }
   if (o.segment == 0) { return "segment-auto" + optin + threads; }
   return o.segment > 1 ? "segment" + std::to_string(o.segment) + optin + threads : "";
 }

@@ -178,7 +178,9 @@ struct bench_suite {
 
 /// A stencil workload's segment rows (docs/stencils.md), appended to `cases`: for each k of `ks`
 /// under `base`, `tapeflow-segments-auto` (k = 0, the planner's) or `tapeflow-segments-k<k>`;
-/// then, on a GPU whose blocks get more shared memory on opt-in, `tapeflow-segments-auto-optin`.
+/// `tapeflow-segments-measured` (--segment measure: the trials before the timed runs, their times
+/// in the row); then, on a GPU whose blocks get more shared memory on opt-in,
+/// `tapeflow-segments-auto-optin`.
 template <class D>
 void add_segment_cases(std::vector<bench_case<D>>& cases, typename D::problem const& p,
                        typename D::options const& base, std::initializer_list<int> ks)
@@ -187,6 +189,9 @@ void add_segment_cases(std::vector<bench_case<D>>& cases, typename D::problem co
     cases.push_back({k == 0 ? "tapeflow-segments-auto" : "tapeflow-segments-k" + std::to_string(k), p, base});
     cases.back().options.segment = k;
   }
+  cases.push_back({"tapeflow-segments-measured", p, base});
+  cases.back().options.segment = 0;
+  cases.back().options.measure_segment = true;
   cases.push_back({"tapeflow-segments-auto-optin", p, base});
   cases.back().options.segment = 0;
   cases.back().options.shared_opt_in = true;
@@ -217,25 +222,25 @@ template <class T>
   return {arrays.begin(), arrays.end()};
 }
 
-/// The flags of a workload whose step is a stencil: --segment K|auto (stencil_options::segment),
-/// --shared-opt-in (stencil_options::shared_opt_in) and --ranks-grid PYxPX
-/// (stencil_options::ranks_grid).
+/// The flags of a workload whose step is a stencil: --segment K|auto|measure
+/// (stencil_options::segment, measure_segment), --shared-opt-in (stencil_options::shared_opt_in)
+/// and --ranks-grid PYxPX (stencil_options::ranks_grid).
 [[nodiscard]] std::vector<cli::flag_spec> segment_flags();
 /// Reads them into `o` (its ranks already read), for a grid of `dims` axes (2: any but a 1-D
-/// grid): the steps per segment (1 when absent, 0 for auto), the opt-in and the process grid.
-/// Throws cli::usage_error for a segment other than auto or 1 to stencil::max_segment_steps, for
-/// --shared-opt-in without segments, and for a process grid that is malformed, is not the run's
-/// ranks, or cuts a 1-D grid twice.
+/// grid): the steps per segment (1 when absent, 0 for auto and for measure, which also sets
+/// measure_segment), the opt-in and the process grid. Throws cli::usage_error for a segment other
+/// than auto, measure or 1 to stencil::max_segment_steps, for --shared-opt-in without segments,
+/// and for a process grid that is malformed, is not the run's ranks, or cuts a 1-D grid twice.
 void read_segment_options(cli::parsed_args const& args, stencil_options& o, int dims = 2);
 
 /// What a stencil workload's segments add to its benchmark row's variant: "" for one step per
-/// layer, "segment-auto", "segment4", "segment4-optin".
+/// layer, "segment-auto", "segment-measured", "segment4", "segment4-optin".
 [[nodiscard]] std::string segment_variant(stencil_options const& o);
 
 /// What the description of a workload whose step is a stencil derives from (`struct description :
-/// stencil_description`): it runs cut over MPI ranks (docs/distributed.md), takes --segment K|auto
-/// and --shared-opt-in, and its benchmark rows name their segment length. A workload with options
-/// of its own beside `segment` declares these itself (Allen–Cahn).
+/// stencil_description`): it runs cut over MPI ranks (docs/distributed.md), takes --segment
+/// K|auto|measure and --shared-opt-in, and its benchmark rows name their segment length. A
+/// workload with options of its own beside `segment` declares these itself (Allen–Cahn).
 struct stencil_description {
   static constexpr bool decomposes = true;
   static std::vector<cli::flag_spec> option_flags() { return segment_flags(); }

@@ -61,6 +61,10 @@ struct stencil_options : run_options {
   /// the segment planner pick K. Segments tape the state's values
   /// (kernels/common/stencil_workload.hpp).
   int segment{1};
+  /// Time the candidate segment lengths on this machine first and run the fastest (--segment
+  /// measure; workloads::settle_segment, kernels/common/segment_trials.hpp). The CLI and the
+  /// benchmarks settle it before opening a session; a workload handed it unsettled runs `segment`.
+  bool measure_segment{false};
   /// GPU: segments may use the shared memory a block gets on opt-in, not only 48 KiB
   /// (stencil::segment_request::shared_opt_in).
   bool shared_opt_in{false};

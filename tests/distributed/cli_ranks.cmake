@@ -58,6 +58,13 @@ foreach(segment 1 3)
   same_bits_over(2 wave --nx 14 --ny 17 --steps 10 --segment ${segment} --input w2.bin)
 endforeach()
 same_bits_over(3 wave --nx 6 --ny 5 --nz 13 --steps 6 --segment 2 --input w3.bin)
+# --segment measure: every rank times the same candidates and all run the one the slowest rank
+# found fastest (a rank that chose apart would deadlock or fail the segment length's check).
+same_bits_over(3 wave --nx 6 --ny 5 --nz 13 --steps 6 --segment measure --input w3.bin)
+file(READ "${WORK}/ranks.json" stats)
+if(NOT stats MATCHES "\"segment_trials\": {\"chosen\": [0-9]")
+  message(FATAL_ERROR "--segment measure over ranks: the JSON holds no trials:\n${stats}")
+endif()
 # Blocks: 4 ranks as 2 x 2 (LBM's diagonal taps read the corners; the 2-D wave's receivers' row is
 # cut, and its ranks gather the traces), 6 as 3 x 2 and as 2 x 3.
 same_bits_over(4 allen-cahn --n 48 --steps 9 --segment 3 --input u0.bin)

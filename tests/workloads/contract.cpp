@@ -10,12 +10,14 @@
 
 #include <tapeflow/error.hpp>
 #include <tapeflow/memory.hpp>
+#include <tapeflow/workloads/common/segment_trials.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tapeflow {
@@ -196,6 +198,52 @@ TYPED_TEST_P(ChainWorkload, EveryPolicyGivesTheStoreBitsWithinItsBudget)
 
 REGISTER_TYPED_TEST_SUITE_P(ChainWorkload, EveryPolicyGivesTheStoreBitsWithinItsBudget);
 INSTANTIATE_TYPED_TEST_SUITE_P(Registered, ChainWorkload, testing::gtest_types<chains_on_target>::type, testing::description_name);
+
+/// The stencil workloads: --segment measure times its candidates on the backend under test, runs
+/// the fastest, and gives the bits of one step per layer.
+template <class D>
+struct stencil_on_target
+  : std::bool_constant<runs_on_target<D>::value && std::is_base_of_v<wl::stencil_options, typename D::options>> {};
+using stencils_on_target = wl::keep_descriptions<stencil_on_target, wl::registered_workloads>::type;
+
+template <class D>
+class StencilWorkload : public Workload<D> {};
+TYPED_TEST_SUITE_P(StencilWorkload);
+
+TYPED_TEST_P(StencilWorkload, MeasuredSegmentsRunTheFastestTrialWithTheOneStepBits)
+{
+  using D = TypeParam;
+  auto const p = D::test_problem();
+  std::vector<std::vector<double>> const x = D::template random_inputs<double>(p, testing::fresh_seed());
+  auto o = options_on<D>(testing::target);
+  o.policy = tape_policy::store;
+  wl::outcome<double> const one_step = wl::gradient_of(*D::template open<double>(p, o), wl::views_of(x), {});
+  EXPECT_EQ((wl::settle_segment<D, double>(p, o).segment), 1) << "nothing to settle without measure_segment";
+
+  o.measure_segment = true;
+  wl::segment_measurement m;
+  auto const settled = wl::settle_segment<D, double>(p, o, &m);
+  SCOPED_TRACE(m.describe());
+  EXPECT_FALSE(settled.measure_segment);
+  EXPECT_EQ(settled.segment, m.chosen);
+  EXPECT_EQ(m.chosen, wl::fastest_segment(m.trials));
+  ASSERT_FALSE(m.trials.empty());
+  EXPECT_EQ(m.trials.front().segment, 1) << "one step per layer is always a candidate";
+  EXPECT_EQ(m.steps, static_cast<std::size_t>(m.trials.back().segment));
+  EXPECT_LE(m.steps, p.steps);
+  for (std::size_t i = 0; i < m.trials.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(m.trials[i].ms_per_step) && m.trials[i].ms_per_step > 0) << m.trials[i].segment;
+    if (i > 0) { EXPECT_LT(m.trials[i - 1].segment, m.trials[i].segment); }
+  }
+  EXPECT_GT(m.wall_ms, 0);
+  wl::outcome<double> const r = wl::gradient_of(*D::template open<double>(p, settled), wl::views_of(x), {});
+  EXPECT_TRUE(same_bits(r.gradients, one_step.gradients));
+  EXPECT_EQ(r.loss, one_step.loss);
+}
+
+REGISTER_TYPED_TEST_SUITE_P(StencilWorkload, MeasuredSegmentsRunTheFastestTrialWithTheOneStepBits);
+INSTANTIATE_TYPED_TEST_SUITE_P(Registered, StencilWorkload, testing::gtest_types<stencils_on_target>::type,
+                               testing::description_name);
 
 #if defined(TAPEFLOW_TEST_ON_GPU)
 /// On a GPU: the CPU backend's gradient, in f32 and (where the workload runs it) f64.

@@ -97,7 +97,6 @@ class commands {
       workloads::segment_measurement trials;
       o = workloads::settle_segment<D, T>(p, o, &trials);
       print_segment_trials(trials);
-      o.progress = bar.callback();  // the trials ran without it
       print_plan(D::template plan<T>(p, o));
       auto const start = std::chrono::steady_clock::now();
       reset_device_memory_peak(o.kind);

@@ -73,6 +73,8 @@ struct segment_measurement {
 /// time. The first gradient of a session allocates its pools and touches its pages.
 inline constexpr int segment_trial_warmup = 1;
 inline constexpr int segment_trial_repeats = 3;
+/// The seed of the trials' random inputs.
+inline constexpr std::uint64_t segment_trial_seed = 20261129;
 
 /// The segment lengths --segment measure times for a gradient of `steps` steps whose planner picks
 /// `planned` (0 where --segment auto would run one step per layer): one step per layer, 2 to 4,
@@ -105,9 +107,10 @@ inline constexpr int segment_trial_repeats = 3;
 
 /// Times the gradient of D's problem `p` under `o` at every candidate segment length
 /// (segment_candidates of what --segment auto plans) and returns the trials and the fastest. A
-/// candidate runs `m` = the longest candidate's steps (at most p.steps), cut to whole segments of
-/// it, on the real grid with D's random inputs: segment_trial_warmup gradients, then the median of
-/// segment_trial_repeats, event-timed. A length the device cannot hold (a segment's tile past its
+/// candidate runs the horizon (the longest candidate's steps, at most p.steps) cut to whole
+/// segments of its own, on the real grid with D's random inputs (a trial's time does not depend
+/// on their values): segment_trial_warmup gradients, then the median of segment_trial_repeats,
+/// event-timed. A length the device cannot hold (a segment's tile past its
 /// on-chip memory) is left out. Over ranks every rank runs every trial (collective), the
 /// candidates are those no longer than the planner's choice (a longer one's halo may not fit the
 /// thinnest rank's part), and a trial's time is the slowest rank's, so all ranks choose alike.
@@ -143,7 +146,7 @@ template <class D, class T>
       static_cast<void>(D::template plan<T>(p, tried));
       candidates.push_back(k);
     } catch (logic_error const&) {
-      // a segment this device, or the thinnest rank's part, cannot hold: not a candidate
+      // a segment this device cannot hold: not a candidate
     }
   }
   TAPEFLOW_EXPECTS(!candidates.empty(), "no segment length fits this device");
@@ -155,7 +158,7 @@ template <class D, class T>
     trial.steps = m.steps / static_cast<std::size_t>(k) * static_cast<std::size_t>(k);
     typename D::options tried = base;
     tried.segment = k;
-    auto const inputs = D::template random_inputs<T>(trial, 20261129);
+    auto const inputs = D::template random_inputs<T>(trial, segment_trial_seed);
     auto const views = views_of(inputs);
     auto session = D::template open<T>(trial, tried);
     event_timer timer(o.kind, o.stream);

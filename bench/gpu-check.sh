@@ -55,15 +55,19 @@ elapsed() { printf '%ds' $((SECONDS - $1)); }
 
 # cuBLAS is linked as the toolkit's shared library: find it on this machine (the toolkit, or the
 # nvidia-cublas wheel beside PyTorch) when the loader does not.
-if ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.'; then
+# The same for NCCL (a build with tapeflow::nccl), whose library the nvidia-nccl wheel brings.
+find_library_dir() {  # LIBRARY PYTHON_MODULE
+  ldconfig -p 2>/dev/null | grep -q "$1\\.so\\." && return
   for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
-             $(python3 -c 'import nvidia.cublas, os; print(os.path.join(nvidia.cublas.__path__[0], "lib"))' 2>/dev/null); do
-    if compgen -G "$dir/libcublas.so.*" >/dev/null; then
+             $(python3 -c "import $2, os; print(os.path.join($2.__path__[0], 'lib'))" 2>/dev/null); do
+    if compgen -G "$dir/$1.so.*" >/dev/null; then
       export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-      break
+      return
     fi
   done
-fi
+}
+find_library_dir libcublas nvidia.cublas
+find_library_dir libnccl nvidia.nccl
 
 # CTest files hold the absolute paths of the machine that configured the build: make that source
 # path lead here when it does not exist on this machine.

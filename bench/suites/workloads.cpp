@@ -43,12 +43,13 @@ void run_case(context& ctx, workloads::bench_case<D> const& c, std::string const
   if constexpr (chain) { o.measure_time = false; }  // events time it; no extra synchronisation
   auto const inputs = D::template random_inputs<T>(c.problem, inputs_seed);
   auto const views = workloads::views_of(inputs);
-  reset_device_memory_peak(ctx.kind());
-  reset_host_memory_peak(ctx.kind());
   workloads::bench_result r;
   workloads::segment_measurement trials;  // a case of --segment measure times its candidates first
   try {
     o = workloads::settle_segment<D, T>(c.problem, o, &trials);
+    // The row's peaks are its own run's, not its trials' (a one-step trial may hold more tape).
+    reset_device_memory_peak(ctx.kind());
+    reset_host_memory_peak(ctx.kind());
     auto session = D::template open<T>(c.problem, o);
     r = workloads::benchmark(*session, views, {}, ctx.warmup(), ctx.repeats());
   } catch (budget_error const& e) {

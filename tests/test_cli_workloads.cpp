@@ -285,6 +285,11 @@ TEST_F(Cli, SegmentMeasureTimesTheCandidatesAndRunsTheFastestWithTheOneStepBits)
   }
   ASSERT_EQ(run("plan" + problem + "--segment measure --backend cpu --json -"), 0) << output_;
   EXPECT_NE(output_.find("\"segment_trials\": {\"chosen\": "), std::string::npos) << output_;
+  ASSERT_EQ(run("bench" + problem + "--segment measure --backend cpu --warmup 0 --repeats 1 --json " + path("b.json")),
+            0)
+    << output_;
+  EXPECT_NE(text("b.json").find("\"variant\": \"tapeflow-store-segment-measured\""), std::string::npos) << text("b.json");
+  EXPECT_NE(text("b.json").find("\"segment_trials\": {\"chosen\": "), std::string::npos) << text("b.json");
   for (auto const& [args, says] : std::vector<std::pair<std::string, std::string>>{
          {"plan" + problem + "--segment mesure", "K (1 to 16), auto or measure, got 'mesure'"},
          {"plan" + problem + "--segment -2", "auto or measure"},

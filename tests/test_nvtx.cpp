@@ -6,6 +6,8 @@
 #include "nvtx/nvtx_recorder.h"
 
 #include <tapeflow/workloads/allen_cahn.hpp>
+#include <tapeflow/workloads/allen_cahn/description.hpp>
+#include <tapeflow/workloads/common/segment_trials.hpp>
 #include <tapeflow/tiers.hpp>
 
 #include <gtest/gtest.h>
@@ -266,6 +268,30 @@ TEST_P(NvtxGradient, F64RangesNestAsDocumented)
   TAPEFLOW_REQUIRE_RECORDER();
   auto const [n, steps] = GetParam();
   expect_gradient_structure(gradient_ranges<double>(rec, n, steps), steps);
+}
+
+TEST(NvtxSegments, MeasuredTrialsAreOneRangeOfTheirPlansAndGradients)
+{
+  TAPEFLOW_REQUIRE_RECORDER();
+  ac::problem const p{24, 6};
+  ac::options o = store_on_cpu();
+  o.measure_segment = true;  // --segment measure
+  workloads::segment_measurement m;
+  static_cast<void>(workloads::settle_segment<ac::description, float>(p, o, &m));
+  ASSERT_FALSE(m.trials.empty());
+  std::vector<tapeflow_nvtx_event> const events = recorded(rec);
+  std::vector<range> const roots = forest(events, rec.thread(), "tapeflow");
+  ASSERT_EQ(names(roots), std::vector<std::string>{"tapeflow::segment_trials"});
+  // auto's plan and each candidate's plan, then per candidate its session's forwards and reverses.
+  std::size_t forwards = 0;
+  for (range const& c : roots[0].children) {
+    EXPECT_TRUE(c.name == "tapeflow::plan_chain" || c.name == "tapeflow::chain::forward" ||
+                c.name == "tapeflow::chain::reverse")
+      << c.name;
+    forwards += c.name == "tapeflow::chain::forward" ? 1 : 0;
+  }
+  EXPECT_EQ(forwards, m.trials.size() * static_cast<std::size_t>(workloads::segment_trial_warmup +
+                                                                 workloads::segment_trial_repeats));
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, NvtxGradient, ::testing::Values(shape{8, 1}, shape{8, 3}, shape{24, 7}),

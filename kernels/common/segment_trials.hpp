@@ -13,6 +13,7 @@
 
 #include <tapeflow/distributed/communicator.hpp>
 #include <tapeflow/error.hpp>
+#include <tapeflow/nvtx.hpp>
 #include <tapeflow/stencil/segment.hpp>
 #include <tapeflow/timing.hpp>
 
@@ -119,6 +120,7 @@ template <class D, class T>
 [[nodiscard]] segment_measurement measure_segments(typename D::problem const& p, typename D::options const& o)
 {
   static_assert(std::is_base_of_v<stencil_options, typename D::options>, "--segment measure is a stencil workload's");
+  TAPEFLOW_NVTX_RANGE("tapeflow::segment_trials");  // the trials apart from the run in a profile
   auto const start = std::chrono::steady_clock::now();
   typename D::options base = o;
   base.measure_segment = false;

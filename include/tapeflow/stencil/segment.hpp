@@ -127,8 +127,8 @@ namespace detail {
 
 /// The tile plan_segments starts from. A CPU's 2-D tile is long along x, the axis its vector
 /// lanes and its prefetchers run along: 256 x 32 ran Allen–Cahn's, the wave's and LBM's segments
-/// 0.70, 0.81 and 0.92 times as long as 64 x 64 on an Intel Xeon (docs/benchmarks.md, "A CPU
-/// tile's rows").
+/// 0.70, 0.81 and 0.92 times as long as 64 x 64 on an Intel Xeon, 0.92, 0.95 and 0.95 on an AMD
+/// EPYC (docs/benchmarks.md, "A CPU tile's rows").
 [[nodiscard]] inline tile_extent default_tile(backend kind, int dims) noexcept
 {
   bool const gpu = kind != backend::cpu;

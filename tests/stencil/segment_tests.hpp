@@ -806,13 +806,15 @@ TEST(StencilSegments, TheCpuWeighsTheCellsASegmentUpdatesAsWellAsItsBytes)
   device_limits const cpu = query_device_limits(backend::cpu);
   using gs = gray_scott_3d<float>;
   st::grid<float> const g{128, 128, 128};
-  st::segment_plan const p = st::plan_segments<gs>(g, 16, cpu);
+  st::segment_request cube;
+  cube.tile = {16, 16, 16};
+  st::segment_plan const p = st::plan_segments<gs>(g, 16, cpu, cube);
   EXPECT_EQ(p.work_weight(), 1.0);
   EXPECT_EQ(p.k, 2) << p.describe();
   EXPECT_EQ(p.tile.x * p.tile.y * p.tile.z, 16 * 16 * 16) << p.describe();
   EXPECT_DOUBLE_EQ(p.cost_per_step(), p.states_per_step + p.cells_per_step);
   EXPECT_NE(p.describe().find("3.40 cell updates per step"), std::string::npos) << p.describe();
-  st::segment_request three;
+  st::segment_request three = cube;
   three.k = 3;
   st::segment_plan const q = st::plan_segments<gs>(g, 16, cpu, three);
   EXPECT_LT(q.states_per_step, p.states_per_step) << q.describe();
@@ -822,8 +824,10 @@ TEST(StencilSegments, TheCpuWeighsTheCellsASegmentUpdatesAsWellAsItsBytes)
   for (int k = 1; k <= st::max_segment_steps; ++k) {
     st::segment_request asked;
     asked.k = k;
+    st::segment_request asked_cube = cube;
+    asked_cube.k = k;
     try {
-      st::segment_plan const a = st::plan_segments<gs>(g, 16, cpu, asked);
+      st::segment_plan const a = st::plan_segments<gs>(g, 16, cpu, asked_cube);
       EXPECT_GE(a.cost_per_step(), 0.95 * p.cost_per_step()) << a.describe() << " against " << p.describe();
     } catch (logic_error const& e) {
       EXPECT_NE(std::string(e.what()).find("bytes on chip"), std::string::npos) << e.what();

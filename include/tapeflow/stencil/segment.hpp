@@ -125,17 +125,19 @@ struct segment_plan {
 
 namespace detail {
 
-/// The tile plan_segments starts from. A CPU's 2-D tile is long along x, the axis its vector
-/// lanes and its prefetchers run along: 256 x 32 ran Allen–Cahn's, the wave's and LBM's segments
-/// 0.70, 0.81 and 0.92 times as long as 64 x 64 on an Intel Xeon, 0.92, 0.95 and 0.95 on an AMD
-/// EPYC (docs/benchmarks.md, "A CPU tile's rows").
+/// The tile plan_segments starts from. A CPU's tile is long along x, the axis its vector lanes
+/// and its prefetchers run along, so that what a row costs once is spread over many cells: in 2-D
+/// 256 x 32 ran Allen–Cahn's, the wave's and LBM's segments 0.70, 0.81 and 0.92 times as long as
+/// 64 x 64 on an Intel Xeon, 0.92, 0.95 and 0.95 on an AMD EPYC; in 3-D 64 x 16 x 8 ran the wave's
+/// 0.75 (128³) and 0.64 (256³) times as long as 16³ on the EPYC (docs/benchmarks.md, "A CPU tile's
+/// rows").
 [[nodiscard]] inline tile_extent default_tile(backend kind, int dims) noexcept
 {
   bool const gpu = kind != backend::cpu;
   switch (dims) {
     case 1: return gpu ? tile_extent{1024, 1, 1} : tile_extent{4096, 1, 1};
     case 2: return gpu ? tile_extent{32, 32, 1} : tile_extent{256, 32, 1};
-    default: return gpu ? tile_extent{8, 8, 8} : tile_extent{16, 16, 16};
+    default: return gpu ? tile_extent{8, 8, 8} : tile_extent{64, 16, 8};
   }
 }
 

@@ -2,6 +2,7 @@
 // The CPU backend's machinery: the thread pool, the persistent staging threads, cpu::reverse_tiles
 // in place and through the ring, halo windows, the memory pool.
 #include <tapeflow/backend.hpp>
+#include <tapeflow/config.hpp>
 #include <tapeflow/cpu/reverse.hpp>
 #include <tapeflow/cpu/thread_pool.hpp>
 #include <tapeflow/cpu/tile_ring.hpp>
@@ -278,7 +279,7 @@ TEST(ReverseTilesErrors, PlansThatDoNotMatchTheLayerAreErrors)
 // ---------------------------------------------------------------------------------------------
 TEST(CpuMemoryPool, FreedBuffersAreReusedAndReleasedOnRequest)
 {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(TAPEFLOW_SANITIZED_BUILD)  // tapeflow/config.hpp: GCC's and Clang's AddressSanitizer
   GTEST_SKIP() << "the pool keeps nothing under AddressSanitizer, which must see every free";
 #else
   cpu::release_cached_memory();

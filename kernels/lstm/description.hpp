@@ -107,7 +107,12 @@ struct description {
     return {{"lstm", 60, "LSTM (B1024 T20 I300 H192; B1024 T300 I80 H256, also packed): cuBLAS + tapeflow tape",
              [](bench_sizes const& s, std::string const&) {
                std::vector<problem> sizes{{1024, 20, 300, 192}, {1024, 300, 80, 256}};
-               if (s.quick()) { sizes = {{64, 5, 16, 32}}; }
+               if (s.overrides({"lstm.B", "lstm.T", "lstm.I", "lstm.H"})) {
+                 sizes = {{s.size("lstm.B", 1024, 64), s.size("lstm.T", 20, 5), s.size("lstm.I", 300, 16),
+                           s.size("lstm.H", 192, 32)}};
+               } else if (s.quick()) {
+                 sizes = {{64, 5, 16, 32}};
+               }
                problem packed = sizes.back();
                // L_b = T - floor(b floor(3T/4) / B): from T down to about T/4 (bench/peers/lstm_sizes.py).
                for (std::size_t b = 0; b < packed.batch; ++b) {

@@ -9,6 +9,7 @@
 #include <tapeflow/tiers.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -29,7 +30,7 @@ chain_stats plan_chain(std::size_t record_bytes, std::vector<std::size_t> const&
   TAPEFLOW_EXPECTS(one_size || steps == 0 || steps == records_per_step.size(),
                    "plan_chain: " + std::to_string(records_per_step.size()) + " record counts for " +
                      std::to_string(steps) + " steps");
-  if (!one_size) { steps = records_per_step.size(); }
+  if (!one_size || steps == 0) { steps = records_per_step.size(); }  // one entry and no count: one step
   TAPEFLOW_EXPECTS(steps > 0, "a chain needs at least one step");
   TAPEFLOW_EXPECTS(state_bytes > 0, "a chain's state must hold at least one byte");
   std::size_t largest = 0;
@@ -102,8 +103,9 @@ chain_stats plan_chain(std::size_t record_bytes, std::vector<std::size_t> const&
   TAPEFLOW_EXPECTS(measured.size() <= 1 || measured.size() == steps,
                    "chain_options::step_costs needs one entry, or one per step (" + std::to_string(steps) + ")");
   for (step_cost const& c : measured) {
-    TAPEFLOW_EXPECTS(c.forward_ms >= 0 && c.aug_forward_ms >= 0 && c.reverse_ms >= 0,
-                     "chain_options::step_costs must be non-negative");
+    TAPEFLOW_EXPECTS(c.forward_ms >= 0 && c.aug_forward_ms >= 0 && c.reverse_ms >= 0 && std::isfinite(c.forward_ms) &&
+                       std::isfinite(c.aug_forward_ms) && std::isfinite(c.reverse_ms),
+                     "chain_options::step_costs must be non-negative and finite");
   }
   auto const layer_of = [&](std::size_t t, std::size_t bytes) {
     if (measured.empty()) { return layer_info{bytes, step_ms(bytes), step_ms(bytes)}; }
@@ -123,6 +125,9 @@ chain_stats plan_chain(std::size_t record_bytes, std::vector<std::size_t> const&
   }
   stats.tiers = plan_tiers(tiers);
   stats.policy = stats.tiers.policy;
+  TAPEFLOW_EXPECTS(!options.capture_reverse || stats.policy == tape_policy::store,
+                   "capture_reverse needs every layer on the device (policy store); the plan chose '" +
+                     std::string{to_string(stats.policy)} + "'");
   stats.step_costs = measured;
   stats.host_tape_bytes = stats.tiers.host_bytes;
   return stats;

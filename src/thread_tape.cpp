@@ -14,14 +14,6 @@ namespace {
 
 constexpr std::size_t u32_max = std::numeric_limits<std::uint32_t>::max();
 
-std::string mib(std::size_t bytes)
-{
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(2);
-  out << static_cast<double>(bytes) / (1024.0 * 1024.0) << " MiB";
-  return out.str();
-}
 
 }  // namespace
 
@@ -29,8 +21,8 @@ std::string thread_tape_stats::describe() const
 {
   std::ostringstream out;
   out << "thread tape: " << threads << " threads, at most " << max_steps << " steps each, " << chunks
-      << " chunks of " << chunk_steps << " steps (" << mib(chunk_bytes) << " each, " << record_bytes
-      << "-byte records), tape " << mib(tape_bytes) << "; ";
+      << " chunks of " << chunk_steps << " steps (" << detail::shown_bytes(chunk_bytes) << " each, " << record_bytes
+      << "-byte records), tape " << detail::shown_bytes(tape_bytes) << "; ";
   if (slot_limit == 0) {
     out << "every chunk on the device";
   } else {

@@ -36,13 +36,6 @@ std::size_t tier_plan::count(tier t) const noexcept
 
 namespace {
 
-std::string mib(std::size_t bytes)
-{
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f MiB", static_cast<double>(bytes) / double(1 << 20));
-  return text;
-}
-
 double copy_ms(std::size_t bytes, double gbps) { return gbps > 0 ? static_cast<double>(bytes) / (gbps * 1e6) : 0.0; }
 
 struct summary {
@@ -267,11 +260,12 @@ std::optional<tier_plan> mixed_plan(tier_request const& r, summary const& s, boo
 
 [[noreturn]] void no_fit(tier_request const& r, summary const& s, std::string const& why)
 {
+  auto const budget = [](std::size_t bytes) { return bytes == 0 ? std::string{"none"} : detail::shown_bytes(bytes); };
   TAPEFLOW_FAIL_BYTES(budget_error,
-                      "policy '" + std::string{to_string(r.policy)} + "': " + why + " (tape " + mib(s.total) +
-                        " in " + std::to_string(r.layers.size()) + " layers of up to " + mib(s.largest) +
-                        "; device budget " + (r.budgets.device_bytes == 0 ? "none" : mib(r.budgets.device_bytes)) +
-                        ", host budget " + (r.budgets.host_bytes == 0 ? "none" : mib(r.budgets.host_bytes)) + ")",
+                      "policy '" + std::string{to_string(r.policy)} + "': " + why + " (tape " +
+                        detail::shown_bytes(s.total) + " in " + std::to_string(r.layers.size()) +
+                        " layers of up to " + detail::shown_bytes(s.largest) + "; device budget " +
+                        budget(r.budgets.device_bytes) + ", host budget " + budget(r.budgets.host_bytes) + ")",
                       s.total);
 }
 
@@ -384,9 +378,9 @@ std::string tier_plan::describe() const
   std::string text = "policy " + std::string{to_string(policy)} + ": " + std::to_string(count(tier::device)) +
                      " device, " + std::to_string(count(tier::host)) + " host, " +
                      std::to_string(count(tier::recompute)) + " recompute layers; device tape peak " +
-                     mib(device_bytes);
+                     detail::shown_bytes(device_bytes);
   if (ring_slots > 0) {
-    text += "; host tier " + mib(host_bytes) + " pinned, ring of " + std::to_string(ring_slots) +
+    text += "; host tier " + detail::shown_bytes(host_bytes) + " pinned, ring of " + std::to_string(ring_slots) +
             " slots, prefetch distance " + std::to_string(prefetch_distance);
   }
   if (!mixed.actions.empty()) {

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -197,6 +198,9 @@ TEST_F(Cli, MeasuredStepCostsReachThePlanner)
 TEST_F(Cli, BadUsageAndInputExitWithStatus2)
 {
   write("u0.bin", std::vector<float>(16, 0.25f));
+  std::vector<float> with_nan(16, 0.25f);
+  with_nan[5] = std::nanf("");
+  write("nan.bin", with_nan);
   std::string const ok = "run allen-cahn --n 4 --steps 3 --input " + path("u0.bin") + " --grad-out " + path("g.bin");
   EXPECT_EQ(run(ok + " --backend cpu"), 0) << output_;
   struct bad_case {
@@ -242,6 +246,17 @@ TEST_F(Cli, BadUsageAndInputExitWithStatus2)
     {ok + " --ranks-grid 2x2", "arranges 4 ranks; the run has 1 (run it under mpirun)"},
     {ok + " --ranks-grid 2by2", "--ranks-grid must be PYxPX"},
     {ok + " --ranks-grid 0x1", "--ranks-grid must be PYxPX"},
+    {ok + " --ranks-grid 65536x65536", "arranges 4294967296 ranks"},  // not a product wrapped in an int
+    {ok + " --budget 0", "--budget 0 leaves the tape no room"},      // the library reads 0 as no limit
+    {ok + " --host-budget 0", "--host-budget 0 leaves the tape no room"},
+    {ok + " --step-costs 1e300,1,1", "up to 1e9"},
+    {ok + " --json " + path("g.bin"), "--grad-out and --json name the same file"},
+    {ok + " --json -", "only plan writes to standard output"},
+    {"run allen-cahn --n 4 --steps 3 --input " + path("u0.bin") + " --grad-out --json", "needs a value"},
+    {"run allen-cahn --n 4 --steps 3 --input " + dir_ + " --grad-out " + path("g.bin"), "not a regular file"},
+    {"run allen-cahn --n 4 --steps 3 --input " + path("nan.bin") + " --grad-out " + path("g.bin"),
+     "holds NaN at value 5"},
+    {"plan allen-cahn --n 4 --steps 3 --capture-reverse --policy recompute", "capture_reverse needs every layer"},
   };
   for (bad_case const& c : cases) {
     EXPECT_EQ(run(c.args), 2) << c.args << "\n" << output_;

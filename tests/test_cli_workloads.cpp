@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -155,7 +156,8 @@ TEST_F(Cli, Rk4GradientIsTheApiGradient)
   std::string const shape = " --particles 40 --max-steps 30 --dt 0.02";
   ASSERT_EQ(run("init rk4" + shape + " --out " + path("in.bin")), 0) << output_;
   for (std::string const tape : {"arena", "global-stack"}) {
-    ASSERT_EQ(run("run rk4" + shape + " --backend cpu --tape " + tape + " --chunk-steps 8 --input " + path("in.bin") +
+    std::string const chunks = tape == "arena" ? " --chunk-steps 8" : "";  // the arena's own flag
+    ASSERT_EQ(run("run rk4" + shape + " --backend cpu --tape " + tape + chunks + " --input " + path("in.bin") +
                   " --grad-out " + path("g.bin") + " --json " + path("s.json")),
               0)
       << output_;
@@ -311,11 +313,24 @@ TEST_F(Cli, ProblemsTheLibraryRefusesAreBadInput)
          {lstm + " --lengths 3,1,1", "the batch has B = 2"},
          {lstm + " --lengths 1,3", "must run all T = 3"},
          {lstm + " --lengths 3,", "'--lengths'"},
+         // Sizes within each flag's range whose product wraps around 64 bits: refused by the
+         // problem's own check, before init writes a file or run reads one.
+         {"plan wave --nx 1229673 --ny 7623851 --nz 3935371 --steps 1", "is too large"},
+         {"init wave --nx 1229673 --ny 7623851 --nz 3935371 --steps 1 --out " + path("w.bin"), "is too large"},
+         {"init lstm --batch 3935371 --steps 7623851 --input-size 1229673 --hidden 1 --out " + path("l.bin"),
+          "fit a 32-bit int"},
+         {"plan gmm --d 3 --k 4 --points 20 --tile-records 4294967296", "at most 1048576 records"},
+         {"plan rk4 --particles 64 --tape global-stack --budget 1M", "applies to the arena only"},
        }) {
     EXPECT_EQ(run(args), 2) << args;
     EXPECT_NE(output_.find(says), std::string::npos) << args << "\n" << output_;
   }
-  EXPECT_EQ(run(lstm + " --capture-reverse --backend cpu"), 0);
+  EXPECT_FALSE(std::ifstream(path("w.bin")).good()) << "init wrote a file for a problem run refuses";
+  // One step, packed: a chain of one layer (a single per-step record count, once read as none).
+  EXPECT_EQ(run("plan lstm --batch 2 --steps 1 --input-size 3 --hidden 4 --lengths 1,1 --backend cpu"), 0) << output_;
+  // Its reverse runs cuBLAS, which no captured program replays: the flag is not the LSTM's.
+  EXPECT_EQ(run(lstm + " --capture-reverse --backend cpu"), 2);
+  EXPECT_NE(output_.find("'--capture-reverse' does not apply to 'plan lstm'"), std::string::npos) << output_;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <tapeflow/workloads/common/describe.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -35,6 +36,7 @@ class commands {
                             described::option_flags(),
                             D::tape,
                             D::precisions == workloads::precision::f64_only,
+                            described::captures_reverse,
                             init,
                             run,
                             plan,
@@ -104,6 +106,10 @@ class commands {
       workloads::outcome<T> const r = workloads::gradient_of(*session, workloads::views_of(inputs), o.stream);
       double const wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       std::printf("loss:   %.9e\n", static_cast<double>(r.loss));
+      if (!std::isfinite(static_cast<double>(r.loss))) {  // finite inputs (read_values): the model diverged
+        std::fprintf(stderr, "tapeflow: warning: the loss is not finite: the model diverged over these steps; "
+                             "the gradient is written all the same\n");
+      }
       print_summary(r.report, o.kind);
       write_values(args.text("grad-out"), r.gradients);
       std::printf("wrote %s: %s\n", args.text("grad-out").c_str(), parts_of(D::gradients(p), dtype).c_str());
@@ -129,7 +135,7 @@ class commands {
   {
     problem const p = described::problem_of(args, false);
     options const o = options_of(args);
-    require_writable(args, {"json"});
+    require_writable(args, {"json"}, true);
     std::string const dtype = dtype_of(args, entry());
     bool const quiet = args.has("json") && args.text("json") == "-";  // standard output is the JSON
     start_together();

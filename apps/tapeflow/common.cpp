@@ -85,13 +85,13 @@ std::vector<flag_spec> flags_for(workload const& w, command cmd)
   flag_spec const& dtype = w.f64_only ? dtype_f64_flag : dtype_flag;
   switch (cmd) {
     case command::init:
-      all.push_back({"out", "IN.bin", "file to write (the input format below)", true});
+      all.push_back({"out", "IN.bin", "file to write (its format: files, above)", true});
       all.push_back(dtype);
       all.push_back({"seed", "S", "random seed (default 1)", false});
       break;
     case command::run:
-      all.push_back({"input", "IN.bin", "the inputs (format below)", true});
-      all.push_back({"grad-out", "G.bin", "where to write the gradient (format below)", true});
+      all.push_back({"input", "IN.bin", "the inputs (format: files, above)", true});
+      all.push_back({"grad-out", "G.bin", "where to write the gradient (format: files, above)", true});
       [[fallthrough]];
     case command::plan:
       if (cmd == command::plan && chain) {
@@ -103,7 +103,11 @@ std::vector<flag_spec> flags_for(workload const& w, command cmd)
     case command::bench:
       all.push_back(dtype);
       all.push_back(backend_flag);
-      if (chain) { append(all, chain_flags); }
+      if (chain) {
+        for (flag_spec const& f : chain_flags) {
+          if (f.name != "capture-reverse" || w.captures_reverse) { all.push_back(f); }
+        }
+      }
       if (chain && cmd != command::plan) { all.push_back(measure_steps_flag); }
       if (pipeline) { append(all, pipeline_flags); }
       append(all, w.options);
@@ -178,9 +182,9 @@ step_cost step_cost_of(std::string const& text)
   double ms[3] = {0, 0, 0};
   for (std::size_t k = 0; k < 3; ++k) {
     ms[k] = items.size() == 3 ? finite_number(items[k]).value_or(0) : 0;
-    if (ms[k] <= 0) {
-      throw usage_error("--step-costs must be three positive numbers of milliseconds, F,A,R (untaped forward, taped "
-                        "forward, reverse), got '" + text + "'");
+    if (ms[k] <= 0 || ms[k] > 1e9) {  // 1e9 ms: eleven days a step; a schedule's sums stay finite
+      throw usage_error("--step-costs must be three positive numbers of milliseconds up to 1e9, F,A,R (untaped "
+                        "forward, taped forward, reverse), got '" + text + "'");
     }
   }
   step_cost c;
@@ -228,8 +232,8 @@ void read_run_options(parsed_args const& args, workloads::run_options& o)
   } catch (logic_error const&) {
     throw usage_error("--policy must be auto, store, offload or recompute, got '" + args.text("policy") + "'");
   }
-  o.budget_bytes = args.size("budget", 0, true);
-  o.host_budget_bytes = args.size("host-budget", 0, true);
+  o.budget_bytes = budget_of(args, "budget");
+  o.host_budget_bytes = budget_of(args, "host-budget");
   o.capture_reverse = args.has("capture-reverse");
   if (args.has("step-costs")) { o.step_costs = {step_cost_of(args.text("step-costs"))}; }
   o.measure_steps = args.has("measure-steps");
@@ -258,8 +262,25 @@ void write_text(std::string const& path, std::string const& text)
   if (!out) { TAPEFLOW_FAIL(io_error, "writing output file '" + path + "' failed"); }
 }
 
-void require_writable(parsed_args const& args, std::initializer_list<char const*> flags)
+void require_writable(parsed_args const& args, std::initializer_list<char const*> flags, bool standard_output)
 {
+  std::vector<std::pair<char const*, std::filesystem::path>> named;
+  for (char const* flag : flags) {
+    if (!args.has(flag)) { continue; }
+    std::string const path = args.text(flag);
+    if (path == "-") {
+      if (standard_output) { continue; }
+      throw usage_error("--" + std::string{flag} + " -: only plan writes to standard output (its --json); give a file");
+    }
+    std::error_code ignored;
+    std::filesystem::path const file = std::filesystem::weakly_canonical(path, ignored);
+    for (auto const& [other, other_file] : named) {
+      if (!file.empty() && file == other_file) {
+        throw usage_error("--" + std::string{other} + " and --" + flag + " name the same file, '" + path + "'");
+      }
+    }
+    named.emplace_back(flag, file);
+  }
   if (!writes_files()) { return; }
   for (char const* flag : flags) {
     if (!args.has(flag) || args.text(flag) == "-") { continue; }
@@ -273,21 +294,7 @@ void require_writable(parsed_args const& args, std::initializer_list<char const*
   }
 }
 
-std::string human_bytes(std::size_t bytes)
-{
-  char buf[32];
-  double const b = static_cast<double>(bytes);
-  if (bytes >= (std::size_t{1} << 30)) {
-    std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1 << 30));
-  } else if (bytes >= (std::size_t{1} << 20)) {
-    std::snprintf(buf, sizeof buf, "%.2f MiB", b / double(1 << 20));
-  } else if (bytes >= 1024) {
-    std::snprintf(buf, sizeof buf, "%.2f KiB", b / 1024.0);
-  } else {
-    std::snprintf(buf, sizeof buf, "%zu B", bytes);
-  }
-  return buf;
-}
+std::string human_bytes(std::size_t bytes) { return detail::shown_bytes(bytes); }
 
 progress_bar::progress_bar(parsed_args const& args)
   : enabled_(!args.has("no-progress") && isatty(STDERR_FILENO) != 0)

@@ -20,8 +20,10 @@
 #include <tapeflow/workloads/common/session.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <initializer_list>
@@ -49,6 +51,7 @@ struct workload {
   std::vector<flag_spec> options;  ///< workload-specific options of run, plan and bench
   workloads::tape_kind tape{workloads::tape_kind::chain};  ///< which common flags apply
   bool f64_only{false};
+  bool captures_reverse{true};  ///< --capture-reverse applies (a chain whose reverse can be captured)
   int (*init)(parsed_args const&){nullptr};
   int (*run)(parsed_args const&){nullptr};
   int (*plan)(parsed_args const&){nullptr};
@@ -82,10 +85,16 @@ void read_run_options(parsed_args const& args, workloads::run_options& o);
 void bench_counts(parsed_args const& args, int& warmup, int& repeats);
 
 // ---- files ------------------------------------------------------------------------------------
-/// Reads exactly `count` values of T from `path`; io_error naming `layout` when the size differs.
+/// Reads exactly `count` values of T from `path`; io_error naming `layout` when the size differs,
+/// and when the file is not a regular file or holds a value that is not finite (NaN, infinity).
 template <class T>
 std::vector<T> read_values(std::string const& path, std::size_t count, std::string const& layout)
 {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    TAPEFLOW_FAIL(io_error, "input file '" + path + "' is not a regular file" +
+                              (std::filesystem::is_directory(path, ec) ? " (a directory)" : ""));
+  }
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) { TAPEFLOW_FAIL(io_error, "cannot open input file '" + path + "'"); }
   auto const size = static_cast<std::size_t>(in.tellg());
@@ -98,6 +107,12 @@ std::vector<T> read_values(std::string const& path, std::size_t count, std::stri
   in.seekg(0);
   in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(size));
   if (!in) { TAPEFLOW_FAIL(io_error, "reading input file '" + path + "' failed"); }
+  auto const bad = std::find_if(values.begin(), values.end(), [](T v) { return !std::isfinite(v); });
+  if (bad != values.end()) {
+    TAPEFLOW_FAIL(io_error, "input file '" + path + "' holds " + (std::isnan(*bad) ? "NaN" : "an infinity") +
+                              " at value " + std::to_string(bad - values.begin()) + " (" + layout +
+                              "): every input must be finite");
+  }
   return values;
 }
 
@@ -119,10 +134,12 @@ void write_values(std::string const& path, std::vector<std::vector<T>> const& pa
 void write_text(std::string const& path, std::string const& text);
 
 /// Fails now, with the io_error the write at the end would raise, unless each of `flags` that was
-/// given names a file this process can write ("-", standard output, always can): a run does not
-/// compute for hours to lose its result, and over ranks the failure is met before the ranks start
-/// together. Leaves an existing file as it was and creates none. Over ranks, rank 0 checks.
-void require_writable(parsed_args const& args, std::initializer_list<char const*> flags);
+/// given names a file this process can write: a run does not compute for hours to lose its
+/// result, and over ranks the failure is met before the ranks start together. Leaves an existing
+/// file as it was and creates none. Over ranks, rank 0 checks. "-" (standard output) is a
+/// usage_error unless `standard_output` (plan's --json, whose text it replaces), and so are two
+/// flags naming one file (one write would overwrite the other).
+void require_writable(parsed_args const& args, std::initializer_list<char const*> flags, bool standard_output = false);
 
 // ---- output -----------------------------------------------------------------------------------
 [[nodiscard]] std::string human_bytes(std::size_t bytes);

@@ -21,6 +21,7 @@
 #include <tapeflow/error.hpp>
 
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -177,6 +178,11 @@ int main(int argc, char** argv)
     return fail("", e, "", 2);
   } catch (distributed_error const& e) {  // another rank failed: it says why
     return fail("", e, "", 2);
+  } catch (out_of_memory const& e) {  // a problem larger than this machine: input it cannot take
+    return fail("out of memory: ", e, "('tapeflow plan' shows the tape; a smaller problem, or --budget, may fit)\n", 2);
+  } catch (std::bad_alloc const& e) {
+    return mpi.end(2, std::string{"tapeflow: out of host memory: the problem's buffers or plan do not fit this "
+                                  "machine ("} + e.what() + ")\n");
   } catch (std::exception const& e) {
     return fail("failed: ", e, "", 1);
   }

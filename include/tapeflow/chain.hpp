@@ -41,14 +41,16 @@ namespace tapeflow {
 /// Plans a chain of `steps` layers of `records_per_step` records of `record_bytes` bytes over a
 /// state of `state_bytes`: what a chain will do, before it runs (no timings yet).
 /// Throws logic_error for sizes of zero or that overflow and for malformed options (step costs
-/// neither one nor one per step, or negative; tile settings the device cannot hold),
+/// neither one nor one per step, or negative, or not finite; tile settings the device cannot hold;
+/// capture_reverse where the plan is not store),
 /// budget_error when no placement fits the budgets, unavailable_error when the backend is not there.
 chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, std::size_t steps,
                        std::size_t state_bytes, chain_options const& options);
 
 /// The same for layers of different sizes: step t writes `records_per_step[t]` records (one entry:
-/// every step does, and `steps` counts them). Throws as above, and logic_error when there are
-/// several entries and `steps` is neither 0 nor their number.
+/// every step does, and `steps` counts them, 0 meaning one step, as for several entries 0 means
+/// their number). Throws as above, and logic_error when there are several entries and `steps` is
+/// neither 0 nor their number.
 chain_stats plan_chain(std::size_t record_bytes, std::vector<std::size_t> const& records_per_step,
                        std::size_t state_bytes, chain_options const& options, std::size_t steps = 0);
 

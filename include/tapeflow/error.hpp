@@ -85,6 +85,10 @@ class distributed_error : public error {
 namespace detail {
 [[noreturn]] void throw_logic_error(char const* file, int line, std::string const& reason);
 std::string where(char const* file, int line);
+/// A real number as a message shows it: six significant digits ("%g": 1e-300, not 0.000000).
+std::string shown(double value);
+/// Bytes as a message shows them: "512 B", "4.00 KiB", "1.50 MiB", "25.00 GiB".
+std::string shown_bytes(std::size_t bytes);
 }  // namespace detail
 
 }  // namespace tapeflow

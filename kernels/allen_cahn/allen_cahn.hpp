@@ -33,7 +33,9 @@ struct options : stencil_options {
 // gradient_result<T> (dL/du_0 (row-major) and L), gradient(), primal(), loss(): state_gradient.hpp.
 using namespace workloads::state_workload;
 
-/// Throws logic_error unless n >= 1, steps >= 1, n*n does not overflow and `values` == n*n.
+/// The problem alone: throws logic_error unless n >= 1, steps >= 1 and n <= 2^31.
+void validate(problem const& p);
+/// Throws what validate(p) throws, and logic_error unless `values` == n*n.
 void validate(problem const& p, std::size_t values);
 
 /// A session of this problem on `o.kind`: its input is u_0 (n*n values, row-major), its gradient

@@ -12,11 +12,16 @@
 
 namespace tapeflow::workloads::allen_cahn {
 
-void validate(problem const& p, std::size_t values)
+void validate(problem const& p)
 {
   TAPEFLOW_EXPECTS(p.n >= 1, "the grid side n must be at least 1");
   TAPEFLOW_EXPECTS(p.steps >= 1, "the number of steps must be at least 1");
   TAPEFLOW_EXPECTS(p.n <= (std::size_t{1} << 31), "grid side " + std::to_string(p.n) + " is too large");
+}
+
+void validate(problem const& p, std::size_t values)
+{
+  validate(p);
   TAPEFLOW_EXPECTS(values == p.n * p.n, "the initial state holds " + std::to_string(values) +
                                           " values; an n = " + std::to_string(p.n) + " grid needs " +
                                           std::to_string(p.n * p.n));

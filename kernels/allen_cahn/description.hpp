@@ -54,6 +54,7 @@ struct description {
       throw cli::usage_error("--segment needs --tape values: a segment's layer is the state itself");
     }
   }
+  static void validate(problem const& p) { allen_cahn::validate(p); }
   static std::string size_key(problem const& p, std::string const& dtype)
   {
     return std::to_string(p.n) + "x" + std::to_string(p.n) + " T" + std::to_string(p.steps) + " " + dtype;

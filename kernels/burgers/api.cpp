@@ -14,7 +14,7 @@
 
 namespace tapeflow::workloads::burgers {
 
-void validate(problem const& p, std::size_t values)
+void validate(problem const& p)
 {
   TAPEFLOW_EXPECTS(p.n >= 1, "the line needs at least one cell");
   TAPEFLOW_EXPECTS(p.steps >= 1, "the number of steps must be at least 1");
@@ -22,7 +22,12 @@ void validate(problem const& p, std::size_t values)
   TAPEFLOW_EXPECTS(std::isfinite(p.a), "the advection number a must be finite");
   TAPEFLOW_EXPECTS(std::isfinite(p.b) && p.b > 0 && p.b <= 0.5,
                    "the diffusion number b = nu dt / dx^2 must be in (0, 1/2] for the explicit scheme, got " +
-                     std::to_string(p.b));
+                     ::tapeflow::detail::shown(p.b));
+}
+
+void validate(problem const& p, std::size_t values)
+{
+  validate(p);
   TAPEFLOW_EXPECTS(values == p.n, "the initial state holds " + std::to_string(values) + " values; " +
                                     std::to_string(p.n) + " cells need " + std::to_string(p.n));
 }

@@ -35,7 +35,10 @@ struct options : stencil_options {};
 // gradient_result<T> (dL/du_0 and L), gradient(), primal(), loss(): state_gradient.hpp.
 using namespace workloads::state_workload;
 
-/// Throws logic_error unless n >= 1, steps >= 1, a is finite, 0 < b <= 1/2 and `values` == n.
+/// The problem alone: throws logic_error unless 1 <= n <= 2^40, steps >= 1, a is finite and
+/// 0 < b <= 1/2.
+void validate(problem const& p);
+/// Throws what validate(p) throws, and logic_error unless `values` == n.
 void validate(problem const& p, std::size_t values);
 
 /// A session of this problem on `o.kind`: its input is u_0 (n values), its gradient dL/du_0.

@@ -38,6 +38,7 @@ struct description : stencil_description {
     real("a", &problem::a, "A", "advection number dt / (2 dx) (default 0.1)", "a"),
     real("b", &problem::b, "B", "diffusion number nu dt / dx^2, at most 0.5 (default 0.2)", "b"));
 
+  static void validate(problem const& p) { burgers::validate(p); }
   static std::string size_key(problem const& p, std::string const& dtype) { return "n" + std::to_string(p.n) + " T" + std::to_string(p.steps) + " " + dtype; }
   static std::vector<array_spec> inputs(problem const& p) { return {{"u0", p.n}}; }
   static std::vector<array_spec> gradients(problem const& p) { return {{"dL/du0", p.n}}; }

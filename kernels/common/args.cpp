@@ -31,8 +31,8 @@ parsed_args::parsed_args(std::vector<flag_spec> const& specs, std::vector<std::s
     }
     if (inline_value) {
       values_[name] = *inline_value;
-    } else if (i + 1 < args.size()) {
-      values_[name] = args[++i];
+    } else if (i + 1 < args.size() && !(args[i + 1].size() > 2 && args[i + 1].rfind("--", 0) == 0)) {
+      values_[name] = args[++i];  // a value that starts with "--" is given as --name=value
     } else {
       throw usage_error("option '--" + name + "' needs a value (" + spec->value + ")");
     }
@@ -121,6 +121,15 @@ std::optional<double> finite_number(std::string const& text)
   double const value = std::strtod(text.c_str(), &end);
   if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(value)) { return std::nullopt; }
   return value;
+}
+
+std::size_t budget_of(parsed_args const& args, std::string const& name)
+{
+  std::size_t const bytes = args.size(name, 0, true);
+  if (args.has(name) && bytes == 0) {
+    throw usage_error("--" + name + " 0 leaves the tape no room; leave --" + name + " out for no limit");
+  }
+  return bytes;
 }
 
 double real_of(parsed_args const& args, std::string const& name, double fallback)

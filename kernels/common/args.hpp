@@ -50,6 +50,9 @@ std::string describe_flags(std::vector<flag_spec> const& specs);
 /// A required or defaulted integer flag within [lo, hi].
 [[nodiscard]] std::size_t count_of(parsed_args const& args, std::string const& name, std::size_t lo, std::size_t hi,
                                    std::size_t fallback = 0);
+/// A byte budget (--budget, --host-budget: K, M, G, T suffixes); 0 when not given: no limit. A
+/// given 0 is a usage_error (the library reads 0 as no limit, the opposite of what it says).
+[[nodiscard]] std::size_t budget_of(parsed_args const& args, std::string const& name);
 /// A real-valued flag (finite).
 [[nodiscard]] double real_of(parsed_args const& args, std::string const& name, double fallback);
 /// `text` as a finite number, all of it; empty when it is not one.

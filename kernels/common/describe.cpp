@@ -112,8 +112,9 @@ tapeflow::stencil::ranks_grid ranks_grid_flag(cli::parsed_args const& args, sten
   int const cols = x == std::string::npos ? 0 : positive(text.substr(x + 1));
   if (rows < 1 || cols < 1) { throw cli::usage_error("--ranks-grid must be PYxPX (two positive counts), got '" + text + "'"); }
   int const ranks = o.ranks ? o.ranks->size() : 1;
-  if (rows * cols != ranks) {
-    throw cli::usage_error("--ranks-grid " + text + " arranges " + std::to_string(rows * cols) + " ranks; the run has " +
+  long long const arranged = static_cast<long long>(rows) * cols;  // up to 999999 each: past an int
+  if (arranged != ranks) {
+    throw cli::usage_error("--ranks-grid " + text + " arranges " + std::to_string(arranged) + " ranks; the run has " +
                            std::to_string(ranks) + (o.ranks ? "" : " (run it under mpirun)"));
   }
   if (dims == 1 && cols != 1) {

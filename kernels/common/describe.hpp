@@ -15,6 +15,9 @@
 //   static constexpr auto fields = std::make_tuple(...);
 //       the problem's flags: count(), real() and list() of its members (the CLI's problem flags,
 //       parsing, help, JSON and header line are made from them)
+//   static void validate(problem const&);   the problem alone (its sizes, their products, its
+//       parameters), a logic_error where the workload refuses it: every command checks it before
+//       it reads or writes a file
 //   static std::string size_key(problem const&, std::string const& dtype);
 //       "512x512 T100 f32": the results' size, as the benchmark peers write it
 //   static std::vector<array_spec> inputs(problem const&);      the input file's parts, in order
@@ -28,6 +31,9 @@
 // and optionally:
 //   static constexpr bool gpu = false;       no GPU kernels yet: its GPU tests and suites are not made
 //   static constexpr bool decomposes = true; runs cut over MPI ranks (docs/distributed.md)
+//   static constexpr bool captures_reverse = false;
+//       a chain whose reverse cannot be replayed as one captured program: --capture-reverse
+//       does not apply to it
 //       (a stencil workload derives from stencil_description, which gives this and the next three)
 //   static std::vector<cli::flag_spec> option_flags();          the workload's own options
 //   static void read_options(cli::parsed_args const&, options&);
@@ -292,6 +298,7 @@ void read_field(cli::parsed_args const& args, field_info const& f, std::vector<s
   struct trait<D, std::void_t<decltype(expression)>> : std::true_type {}
 TAPEFLOW_DESCRIPTION_HAS(has_gpu, D::gpu);
 TAPEFLOW_DESCRIPTION_HAS(has_decomposes, D::decomposes);
+TAPEFLOW_DESCRIPTION_HAS(has_captures_reverse, D::captures_reverse);
 TAPEFLOW_DESCRIPTION_HAS(has_option_flags, D::option_flags());
 TAPEFLOW_DESCRIPTION_HAS(has_read_options,
                          D::read_options(std::declval<cli::parsed_args const&>(), std::declval<typename D::options&>()));
@@ -333,6 +340,16 @@ struct described {
     }
   }();
 
+  /// Whether a chain workload's reverse can be captured (--capture-reverse; a description says
+  /// `captures_reverse = false` where it cannot).
+  static constexpr bool captures_reverse = [] {
+    if constexpr (detail::has_captures_reverse<D>::value) {
+      return D::captures_reverse;
+    } else {
+      return D::tape == tape_kind::chain;
+    }
+  }();
+
   /// The problem's flags, in the order of its fields.
   [[nodiscard]] static std::vector<cli::flag_spec> problem_flags()
   {
@@ -342,11 +359,12 @@ struct described {
   }
 
   /// The problem the flags set; `shape_only` (init): the fields init does not read keep their
-  /// defaults, or their smallest value where they are required.
+  /// defaults, or their smallest value where they are required. Throws what D::validate throws.
   [[nodiscard]] static problem problem_of(cli::parsed_args const& args, bool shape_only)
   {
     problem p{};
     std::apply([&](auto const&... f) { (read(args, shape_only, f, p), ...); }, D::fields);
+    D::validate(p);  // before any file is read or written: init must not write a file run refuses
     return p;
   }
 

@@ -21,8 +21,9 @@ void expect_length(std::vector<double> const& v, std::size_t want, char const* n
                                        " values; the problem needs " + std::to_string(want));
 }
 
-/// The problem alone (the inputs' sizes are the session's to check).
-void check_problem(problem const& p)
+}  // namespace
+
+void validate(problem const& p)
 {
   TAPEFLOW_EXPECTS(p.d >= 1, "the dimension d must be at least 1");
   TAPEFLOW_EXPECTS(p.k >= 1, "the number of components K must be at least 1");
@@ -35,11 +36,9 @@ void check_problem(problem const& p)
                      ", N = " + std::to_string(p.n) + " is too large");
 }
 
-}  // namespace
-
 void validate(problem const& p, inputs const& in)
 {
-  check_problem(p);
+  validate(p);
   expect_length(in.alphas, p.k, "alphas");
   expect_length(in.means, p.k * p.d, "means");
   expect_length(in.icf, p.k * icf_size(p.d), "icf");
@@ -65,7 +64,7 @@ inputs random_inputs(problem const& p, std::uint64_t seed)
 
 std::unique_ptr<session<double>> open(problem const& p, options const& o)
 {
-  check_problem(p);
+  validate(p);
   // The GPU path is CUDA only: its reductions run on CUB (no rocPRIM twin yet).
   return on_backend<gpu_kernels::cuda_only>(
     o.kind, "the GMM workload", [&] { return detail::open_cpu(p, o); }, [&](auto) { return detail::open_gpu(p, o); });
@@ -100,7 +99,7 @@ gradient_result gradient(problem const& p, inputs const& in, options const& o)
 
 pipeline_plan plan(problem const& p, options const& o)
 {
-  check_problem(p);
+  validate(p);
   return on_backend<gpu_kernels::cuda_only>(
     o.kind, "the GMM workload", [&] { return detail::make_layout(p, o).plan; },
     [&](auto) { return detail::make_layout(p, o).plan; });

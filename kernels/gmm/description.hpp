@@ -37,6 +37,7 @@ struct description {
     real("gamma", &problem::gamma, "G", "Wishart prior gamma, above 0 (default 1)", "gamma"),
     count("m", &problem::m, "M", "Wishart prior m (default 0)", "m", flag_use::optional, 0, 1U << 20));
 
+  static void validate(problem const& p) { gmm::validate(p); }
   static std::string size_key(problem const& p, std::string const&)
   {
     return "d" + std::to_string(p.d) + " K" + std::to_string(p.k) + " N" + std::to_string(p.n);

@@ -38,6 +38,8 @@ inline constexpr std::size_t tile_record_multiple = 32;
 inline constexpr std::size_t s_block = 64;
 /// Threads of every GPU reverse block (16 x 16 threads, 4 x 4 entries each).
 inline constexpr int reverse_threads = 256;
+/// The largest tile a caller may ask for (pipeline_request::tile_records).
+inline constexpr std::size_t max_tile_records = std::size_t{1} << 20;
 
 /// The tape layer. Records are ordered (point tile, component, point): tile t holds the
 /// points_per_tile points [tl * P, (tl + 1) * P) of component t % K, with tl = t / K; each
@@ -72,6 +74,10 @@ inline layout make_layout(problem const& p, options const& o)
   TAPEFLOW_EXPECTS(request.tile_records % tile_record_multiple == 0,
                    "GMM tape tiles hold a multiple of " + std::to_string(tile_record_multiple) + " records, not " +
                      std::to_string(request.tile_records));
+  // Every component is padded to whole tiles: a tile past any component's points only pads.
+  TAPEFLOW_EXPECTS(request.tile_records <= max_tile_records,
+                   "a GMM tape tile holds at most " + std::to_string(max_tile_records) + " records (16 MiB), not " +
+                     std::to_string(request.tile_records));
   bool const gpu = o.kind != backend::cpu;
   TAPEFLOW_EXPECTS(!gpu || request.block_threads == 0 || request.block_threads == reverse_threads,
                    "the GMM reverse kernel runs blocks of " + std::to_string(reverse_threads) + " threads");
@@ -80,8 +86,10 @@ inline layout make_layout(problem const& p, options const& o)
   layout l;
   l.points_per_tile = request.tile_records * points_per_record;
   l.tiles_per_component = (p.n + l.points_per_tile - 1) / l.points_per_tile;
-  TAPEFLOW_EXPECTS(p.k <= static_cast<std::size_t>(1) << 31 && l.tiles_per_component <= (std::size_t{1} << 40) / p.k,
-                   "the GMM tape of K = " + std::to_string(p.k) + ", N = " + std::to_string(p.n) + " is too large");
+  TAPEFLOW_EXPECTS(p.k <= static_cast<std::size_t>(1) << 31 &&
+                     l.tiles_per_component <= (std::size_t{1} << 40) / p.k / request.tile_records,
+                   "the GMM tape of K = " + std::to_string(p.k) + ", N = " + std::to_string(p.n) + " in tiles of " +
+                     std::to_string(request.tile_records) + " records is too large (more than 2^40 records)");
   request.record_bytes = sizeof(record);
   request.records = p.k * l.tiles_per_component * request.tile_records;
   l.plan = plan_pipeline(limits, request);

@@ -37,8 +37,8 @@ struct inputs {
 /// Where GMM runs (base_options; `progress` is called once after the forward and once after the
 /// reverse, (forward, 1, 1) and (reverse, 1, 1): GMM's tape is one layer) and how its layer is tiled.
 struct options : base_options {
-  /// Tile and stage overrides for the tape layer. tile_records must be a multiple of 32 (64 points);
-  /// the GPU reverse kernel runs 256-thread blocks.
+  /// Tile and stage overrides for the tape layer. tile_records must be a multiple of 32 (64 points)
+  /// and at most 2^20; the GPU reverse kernel runs 256-thread blocks.
   pipeline_request pipeline{};
 };
 
@@ -53,8 +53,11 @@ struct gradient_result {
   cpu::ring_stats staging{};         ///< CPU backend only
 };
 
-/// Throws logic_error unless d, K, N >= 1, gamma > 0, the sizes do not overflow and every array
-/// has the length the problem needs.
+/// The problem alone: throws logic_error unless d, K, N >= 1, gamma > 0, m >= 0 and the sizes are
+/// within the workload's limits (d <= 4096, K <= 2^24, N <= 2^34, N K <= 2^40).
+void validate(problem const& p);
+/// Throws what validate(p) throws, and logic_error unless every array has the length the problem
+/// needs.
 void validate(problem const& p, inputs const& in);
 
 /// ADBench-like random inputs: x, means ~ U(0,1); alphas ~ N(0,1); icf ~ 0.1 N(0,1).

@@ -13,16 +13,21 @@
 
 namespace tapeflow::workloads::lbm {
 
-void validate(problem const& p, std::size_t values)
+void validate(problem const& p)
 {
   TAPEFLOW_EXPECTS(p.nx >= 1 && p.ny >= 1, "the lattice needs nx >= 1 and ny >= 1 (got " + std::to_string(p.nx) +
                                              " x " + std::to_string(p.ny) + ")");
   TAPEFLOW_EXPECTS(p.steps >= 1, "the number of steps must be at least 1");
   TAPEFLOW_EXPECTS(std::isfinite(p.tau) && p.tau > 0.5,
-                   "BGK needs a relaxation time tau > 0.5 (omega < 2), got " + std::to_string(p.tau));
+                   "BGK needs a relaxation time tau > 0.5 (omega < 2), got " + ::tapeflow::detail::shown(p.tau));
   TAPEFLOW_EXPECTS(p.nx <= (std::size_t{1} << 31) && p.ny <= (std::size_t{1} << 31) &&
                      p.nx * p.ny <= (std::size_t{1} << 40),
                    "lattice " + std::to_string(p.nx) + " x " + std::to_string(p.ny) + " is too large");
+}
+
+void validate(problem const& p, std::size_t values)
+{
+  validate(p);
   TAPEFLOW_EXPECTS(values == p.values(), "the initial state holds " + std::to_string(values) + " values; a " +
                                            std::to_string(p.nx) + " x " + std::to_string(p.ny) +
                                            " D2Q9 lattice needs 9 * nx * ny = " + std::to_string(p.values()));

@@ -38,6 +38,7 @@ struct description : stencil_description {
     count("steps", &problem::steps, "T", "time steps", "T", flag_use::required, 1, std::size_t{1} << 32),
     real("tau", &problem::tau, "TAU", "BGK relaxation time, above 0.5 (default 0.8)", "tau"));
 
+  static void validate(problem const& p) { lbm::validate(p); }
   static std::string size_key(problem const& p, std::string const& dtype)
   {
     return std::to_string(p.nx) + "x" + std::to_string(p.ny) + " T" + std::to_string(p.steps) + " " + dtype;

@@ -35,8 +35,10 @@ struct options : stencil_options {};
 // gradient_result<T> (dL/df_0 (9 planes of nx * ny) and L), gradient(), primal(), loss(): state_gradient.hpp.
 using namespace workloads::state_workload;
 
-/// Throws logic_error unless nx, ny, steps >= 1, tau > 0.5 (finite), 9*nx*ny does not overflow
-/// and `values` == 9*nx*ny.
+/// The problem alone: throws logic_error unless nx, ny, steps >= 1, tau > 0.5 (finite) and the
+/// lattice is at most 2^40 cells.
+void validate(problem const& p);
+/// Throws what validate(p) throws, and logic_error unless `values` == 9*nx*ny.
 void validate(problem const& p, std::size_t values);
 
 /// A session of this problem on `o.kind`: its input is f_0 (9 planes of nx*ny values), its

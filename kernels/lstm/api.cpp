@@ -78,6 +78,8 @@ std::size_t active_sequences(problem const& p, std::size_t t) noexcept
                                   p.lengths.begin());
 }
 
+void validate(problem const& p) { check_problem(p, sizeof(double)); }
+
 template <class T>
 void validate(problem const& p, weights<T> const& params, sequence<T> const& seq)
 {

@@ -30,6 +30,7 @@ struct description {
     "  G.bin    dL/dW (4H*I), dL/dU (4H*H), dL/db (4H), laid out as the weights"};
   static constexpr precision precisions = precision::f32_f64;
   static constexpr tape_kind tape = tape_kind::chain;
+  static constexpr bool captures_reverse = false;  // its reverse runs cuBLAS (lstm_session)
   using problem = lstm::problem;
   using options = lstm::options;
   static constexpr std::size_t most = std::size_t{1} << 24;
@@ -52,6 +53,7 @@ struct description {
     }
     return sizes;
   }
+  static void validate(problem const& p) { lstm::validate(p); }
   static std::string size_key(problem const& p, std::string const&)
   {
     return "B" + std::to_string(p.batch) + " T" + std::to_string(p.steps) + " I" + std::to_string(p.input) + " H" +

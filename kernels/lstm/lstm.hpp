@@ -76,9 +76,12 @@ struct final_state {
   std::vector<T> c;  ///< B x H
 };
 
-/// Throws logic_error unless every size is at least 1, the products fit the matrix libraries'
-/// int dimensions, the lengths (if any) are as `problem` says, and the weights and the sequence
-/// have the sizes the problem says.
+/// The problem alone: throws logic_error unless every size is at least 1, the products fit the
+/// matrix libraries' int dimensions, every buffer's bytes (in f64, the larger values) fit a
+/// size_t, and the lengths (if any) are as `problem` says.
+void validate(problem const& p);
+/// Throws what validate(p) throws (the bytes in T), and logic_error unless the weights and the
+/// sequence have the sizes the problem says.
 template <class T>
 void validate(problem const& p, weights<T> const& params, sequence<T> const& seq);
 

@@ -12,7 +12,7 @@
 
 namespace tapeflow::workloads::rk4 {
 
-void validate(problem const& p, std::size_t state_values, std::size_t budget_values)
+void validate(problem const& p)
 {
   TAPEFLOW_EXPECTS(p.particles >= 1, "the RK4 workload needs at least one particle");
   TAPEFLOW_EXPECTS(p.particles <= (std::size_t{1} << 32) - 1, "too many particles: " + std::to_string(p.particles));
@@ -27,6 +27,11 @@ void validate(problem const& p, std::size_t state_values, std::size_t budget_val
                        std::isfinite(w.centre[0]) && std::isfinite(w.centre[1]) && std::isfinite(w.centre[2]),
                      "a well needs a finite centre and amplitude and a positive width sigma");
   }
+}
+
+void validate(problem const& p, std::size_t state_values, std::size_t budget_values)
+{
+  validate(p);
   TAPEFLOW_EXPECTS(state_values == 6 * p.particles, "the initial state holds " + std::to_string(state_values) +
                                                       " values; " + std::to_string(p.particles) +
                                                       " particles need " + std::to_string(6 * p.particles));

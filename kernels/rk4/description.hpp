@@ -57,12 +57,20 @@ struct description {
       throw cli::usage_error("--tape must be arena or global-stack, got '" + taped + "'");
     }
     o.tape = taped == "arena" ? method::arena : method::global_stack;
+    if (o.tape == method::global_stack) {
+      for (char const* arena_only : {"chunk-steps", "budget", "host-budget", "prefetch"}) {
+        if (args.has(arena_only)) {
+          throw cli::usage_error("--" + std::string{arena_only} + " applies to the arena only, not --tape global-stack");
+        }
+      }
+    }
     o.chunk_steps = cli::count_of(args, "chunk-steps", 1, std::size_t{1} << 20, o.chunk_steps);
-    o.device_budget_bytes = args.size("budget", 0, true);
-    o.host_budget_bytes = args.size("host-budget", 0, true);
+    o.device_budget_bytes = cli::budget_of(args, "budget");
+    o.host_budget_bytes = cli::budget_of(args, "host-budget");
     o.prefetch_distance = cli::count_of(args, "prefetch", 1, 1024, o.prefetch_distance);
   }
   static std::string variant_of(options const& o) { return o.tape == method::arena ? "arena" : "global-stack"; }
+  static void validate(problem const& p) { rk4::validate(p); }
   static std::string size_key(problem const& p, std::string const& dtype)
   {
     return "P" + std::to_string(p.particles) + " steps1-" + std::to_string(p.max_steps) + " " + dtype;
@@ -105,7 +113,7 @@ struct description {
   template <class T>
   static tape_report plan(problem const& p, options const& o)
   {
-    validate(p, 6 * p.particles, p.particles);
+    rk4::validate(p, 6 * p.particles, p.particles);
     std::size_t const record = sizeof(step_record<T>);
     tape_report r;
     if (o.tape == method::global_stack) {

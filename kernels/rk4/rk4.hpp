@@ -73,8 +73,11 @@ struct primal_result {
   T loss{};
 };
 
-/// Throws logic_error unless particles >= 1, 1 <= max_steps < 2^31, dt > 0, k >= 0, at most
-/// max_wells wells with sigma > 0, `state_values` == 6 * particles and `budget_values` == particles.
+/// The problem alone: throws logic_error unless 1 <= particles < 2^32, 1 <= max_steps < 2^31,
+/// dt > 0, k >= 0, and at most max_wells wells with sigma > 0 (all finite).
+void validate(problem const& p);
+/// Throws what validate(p) throws, and logic_error unless `state_values` == 6 * particles and
+/// `budget_values` == particles.
 void validate(problem const& p, std::size_t state_values, std::size_t budget_values);
 
 /// The potential and step parameters of a problem in precision T.

@@ -20,8 +20,12 @@ void validate(problem const& p)
                    "the wave grid needs nx, ny >= 2 and nz >= 1 (got " + std::to_string(p.nx) + " x " +
                      std::to_string(p.ny) + " x " + std::to_string(p.nz) + ")");
   TAPEFLOW_EXPECTS(p.steps >= 1, "the number of steps must be at least 1");
+  // Each side below 2^24 and the cells below 2^40, checked by division: three sides of up to 2^24
+  // multiply past 2^64.
+  std::size_t const most_cells = std::size_t{1} << 40;
   TAPEFLOW_EXPECTS(p.nx <= (std::size_t{1} << 24) && p.ny <= (std::size_t{1} << 24) && p.nz <= (std::size_t{1} << 24) &&
-                     p.cells() <= (std::size_t{1} << 40) && p.steps <= (std::size_t{1} << 32),
+                     p.ny <= most_cells / p.nx && p.nz <= most_cells / (p.nx * p.ny) &&
+                     p.steps <= (std::size_t{1} << 32),
                    "the wave grid " + std::to_string(p.nx) + " x " + std::to_string(p.ny) + " x " +
                      std::to_string(p.nz) + " over " + std::to_string(p.steps) + " steps is too large");
   TAPEFLOW_EXPECTS(std::isfinite(p.dt) && p.dt > 0, "the time step dt must be positive and finite");

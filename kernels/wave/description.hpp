@@ -40,6 +40,7 @@ struct description : stencil_description {
     real("h", &problem::h, "H", "grid spacing (default 1)", "h"),
     real("peak-frequency", &problem::peak_frequency, "F", "the Ricker source's peak frequency (default 0.1)", "f"));
 
+  static void validate(problem const& p) { wave::validate(p); }
   static std::string size_key(problem const& p, std::string const& dtype)
   {
     std::string const grid = std::to_string(p.nx) + "x" + std::to_string(p.ny) + (p.nz > 1 ? "x" + std::to_string(p.nz) : "");

@@ -40,10 +40,10 @@ void check_model(problem const& p, host_array<T> m)
   }
   double const dims = p.nz > 1 ? 3.0 : 2.0;
   double const limit = p.h * std::sqrt(static_cast<double>(least) / dims);
-  TAPEFLOW_EXPECTS(p.dt <= limit, "the time step dt = " + std::to_string(p.dt) +
+  TAPEFLOW_EXPECTS(p.dt <= limit, "the time step dt = " + ::tapeflow::detail::shown(p.dt) +
                                     " is unstable for this model: its fastest cell (m = " +
-                                    std::to_string(static_cast<double>(least)) + ") needs dt <= " +
-                                    std::to_string(limit));
+                                    ::tapeflow::detail::shown(static_cast<double>(least)) + ") needs dt <= " +
+                                    ::tapeflow::detail::shown(limit));
 }
 
 /// Throws logic_error unless `inputs` are m (one value per cell, check_model) and the observed

@@ -116,6 +116,8 @@ TEST_F(Gmm, BadInputIsATypedErrorAndLeavesTheRuntimeUsable)
   gm::options tiles = o;
   tiles.pipeline.tile_records = 48;  // not a multiple of 32
   EXPECT_THROW(static_cast<void>(gm::gradient(p, in, tiles)), logic_error);
+  tiles.pipeline.tile_records = (std::size_t{1} << 20) + 32;  // past the largest tile: 16 MiB of padding a component
+  EXPECT_THROW(static_cast<void>(gm::gradient(p, in, tiles)), logic_error);
 #if defined(TAPEFLOW_TEST_ON_GPU)
   gm::options threads = o;
   threads.pipeline.block_threads = 128;

@@ -535,6 +535,22 @@ TEST_F(Lstm, PackedPrimalCarriesEndedSequences)
   }
 }
 
+TEST_F(Lstm, PackedSequencesOfOneStepAreTheUnpackedProblem)
+{
+  // T = 1: every length is 1, one layer of every sequence — the packed chain plans one step (a
+  // single per-step record count once read as "every step, of a count not given").
+  ls::problem p{3, 1, 4, 5};
+  instance<double> const in = random_instance<double>(p, testing::fresh_seed(), true);
+  ls::gradient_result<double> const unpacked = ls::gradient(p, in.params, in.seq, on(testing::target));
+  p.lengths = {1, 1, 1};
+  EXPECT_EQ(ls::plan<double>(p, on(testing::target)).steps, 1U);
+  ls::gradient_result<double> const packed = ls::gradient(p, in.params, in.seq, on(testing::target));
+  EXPECT_EQ(packed.loss, unpacked.loss);
+  EXPECT_EQ(packed.gradient.w, unpacked.gradient.w);
+  EXPECT_EQ(packed.gradient.u, unpacked.gradient.u);
+  EXPECT_EQ(packed.gradient.b, unpacked.gradient.b);
+}
+
 TEST_F(Lstm, PackedBadLengthsAreTypedErrorsNamingTheRule)
 {
   ls::problem const good = packed_problem();

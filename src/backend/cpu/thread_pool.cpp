@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
@@ -40,13 +41,17 @@ inline void relax() noexcept
 
 std::size_t default_threads() noexcept
 {
+  unsigned const hw = std::thread::hardware_concurrency();
+  std::size_t const hardware = hw == 0 ? 1 : hw;
   if (char const* env = std::getenv("TAPEFLOW_CPU_THREADS")) {
     char* end = nullptr;
     unsigned long const n = std::strtoul(env, &end, 10);
-    if (end != env && *end == '\0' && n >= 1 && n <= 1024) { return n; }
+    if (end != env && *end == '\0' && env[0] != '-' && n >= 1 && n <= 1024) { return n; }
+    // Not an error (no call of the library's asked for it), but never ignored in silence.
+    std::fprintf(stderr, "tapeflow: TAPEFLOW_CPU_THREADS='%s' is not a count from 1 to 1024; using %zu threads\n", env,
+                 hardware);
   }
-  unsigned const hw = std::thread::hardware_concurrency();
-  return hw == 0 ? 1 : hw;
+  return hardware;
 }
 
 class pool {

@@ -30,6 +30,14 @@ void mix(std::uint64_t& hash, T const& value)
 
 void agree_plan_inputs(distributed::communicator& comm, chain_options& options)
 {
+  // What decides which meetings planning holds must be the same everywhere, or the ranks would
+  // meet in different orders: checked first, so that a difference is named, not a hang or a
+  // meeting of mismatched sizes.
+  std::uint64_t chosen = distributed::fingerprint(nullptr, 0);
+  mix(chosen, options.policy);
+  mix(chosen, options.measure_steps);
+  mix(chosen, options.step_costs.size());
+  distributed::require_same(comm, chosen, "the chain's policy, measure_steps and number of step costs");
   options.budget_bytes = least_budget(comm, options.budget_bytes);
   options.host_budget_bytes = least_budget(comm, options.host_budget_bytes);
   // The cost model prices copies only when the tape may leave the device: without budgets, and

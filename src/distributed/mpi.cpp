@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// mpi_communicator (tapeflow/distributed/mpi.hpp): nonblocking MPI calls, each wait a polling
-// loop that also watches for failure announcements and for the timeout. Exchanges posted and not
-// yet finished are kept by ticket; a failure gives all of them back, so no receive writes into a
-// buffer after the rank has unwound past it.
+// mpi_communicator (tapeflow/distributed/mpi.hpp): nonblocking point-to-point MPI calls, each wait
+// a polling loop that also watches for failure announcements and for the timeout. Exchanges posted
+// and not yet finished are kept by ticket; a failure gives all of them back (and the allgather's
+// messages), so no receive writes into a buffer after the rank has unwound past it.
 #include <tapeflow/distributed/mpi.hpp>
 
 #if defined(OPEN_MPI) && OPEN_MPI
@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,14 +35,24 @@ std::string mpi_error_text(int status)
   return std::string(text, static_cast<std::size_t>(length));
 }
 
-/// Gives back requests that will never complete: receives are cancelled, sends freed (MPI completes
-/// them if it can). A nonblocking collective can be neither: the run has to end.
-void give_back(std::vector<MPI_Request>& requests) noexcept
+/// Receives and drops every message on `comm` nothing will receive. A peer's failure this rank
+/// never waited to hear of leaves its announcement (and perhaps a given-back exchange's send)
+/// unmatched, and MPICH refuses to free a communicator that holds any (a fatal error). Only
+/// tapeflow talks on its duplicates.
+void discard_unmatched(MPI_Comm comm) noexcept
 {
-  for (MPI_Request& r : requests) {
-    if (r == MPI_REQUEST_NULL) { continue; }
-    MPI_Cancel(&r);
-    MPI_Request_free(&r);
+  std::vector<char> scratch;
+  for (;;) {
+    int arrived = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &arrived, &status) != MPI_SUCCESS || arrived == 0) { return; }
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    scratch.resize(static_cast<std::size_t>(std::max(bytes, 1)));
+    if (MPI_Recv(scratch.data(), bytes, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, comm, MPI_STATUS_IGNORE) !=
+        MPI_SUCCESS) {
+      return;
+    }
   }
 }
 
@@ -98,6 +109,11 @@ mpi_communicator::mpi_communicator(MPI_Comm comm, std::chrono::milliseconds time
   TAPEFLOW_EXPECTS(timeout.count() > 0, "an mpi_communicator's timeout must be positive");
   check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
   check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  // The allgather's duplicate (it inherits MPI_ERRORS_RETURN); the first goes if it cannot be made.
+  if (int const status = MPI_Comm_dup(comm_, &gather_comm_); status != MPI_SUCCESS) {
+    MPI_Comm_free(&comm_);
+    check(status, "MPI_Comm_dup");
+  }
   check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
 }
@@ -112,33 +128,34 @@ mpi_communicator::~mpi_communicator()
   // communicator that will receive one (a fatal error): the broken duplicate is left to
   // MPI_Finalize. The run cannot go on with it anyway.
   if (broken_) { return; }
-  discard_unmatched();
-  MPI_Comm_free(&comm_);
+  for (MPI_Comm* c : {&gather_comm_, &comm_}) {
+    if (*c == MPI_COMM_NULL) { continue; }
+    discard_unmatched(*c);
+    MPI_Comm_free(c);
+  }
 }
 
-void mpi_communicator::discard_unmatched() noexcept
+void mpi_communicator::give_back(posted& messages) noexcept
 {
-  // A peer's failure this rank never waited to hear of leaves its announcement (and perhaps a
-  // cancelled exchange's send) unmatched. MPICH refuses to free a communicator that holds any (a
-  // fatal error), so receive and drop them first. Only tapeflow talks on this duplicate.
-  std::vector<char> scratch;
-  for (;;) {
-    int arrived = 0;
-    MPI_Status status;
-    if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &arrived, &status) != MPI_SUCCESS || arrived == 0) { return; }
-    int bytes = 0;
-    MPI_Get_count(&status, MPI_BYTE, &bytes);
-    scratch.resize(static_cast<std::size_t>(std::max(bytes, 1)));
-    if (MPI_Recv(scratch.data(), bytes, MPI_BYTE, status.MPI_SOURCE, status.MPI_TAG, comm_, MPI_STATUS_IGNORE) !=
-        MPI_SUCCESS) {
-      return;
+  for (std::size_t i = 0; i < messages.requests.size(); ++i) {
+    MPI_Request& r = messages.requests[i];
+    if (r == MPI_REQUEST_NULL) { continue; }
+    if (i < messages.receives) {
+      // A receive marked for cancellation completes locally (MPI's MPI_Cancel): after the wait it
+      // has been cancelled or has received, and never writes again.
+      MPI_Cancel(&r);
+      MPI_Wait(&r, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Request_free(&r);  // a send: MPI completes it if it can (a small one went eagerly)
     }
   }
+  messages.requests.clear();
+  messages.receives = 0;
 }
 
 void mpi_communicator::give_back_pending() noexcept
 {
-  for (auto& [ticket, requests] : pending_) { give_back(requests); }
+  for (auto& [ticket, messages] : pending_) { give_back(messages); }
   pending_.clear();
 }
 
@@ -162,7 +179,7 @@ void mpi_communicator::require_usable() const
   }
 }
 
-void mpi_communicator::fail(std::string const& what, int failed_rank, std::vector<MPI_Request>& waiting)
+void mpi_communicator::fail(std::string const& what, int failed_rank, posted& waiting)
 {
   broken_ = true;
   broken_because_ = what;
@@ -175,11 +192,11 @@ void mpi_communicator::fail(std::string const& what, int failed_rank, std::vecto
 void mpi_communicator::raise_if_announced(char const* what)
 {
   require_usable();
-  std::vector<MPI_Request> none;
+  posted none;
   raise_if_announced(what, none);
 }
 
-void mpi_communicator::raise_if_announced(char const* what, std::vector<MPI_Request>& waiting)
+void mpi_communicator::raise_if_announced(char const* what, posted& waiting)
 {
   int announced = 0;
   MPI_Status status;
@@ -191,19 +208,21 @@ void mpi_communicator::raise_if_announced(char const* what, std::vector<MPI_Requ
        status.MPI_SOURCE, waiting);
 }
 
-void mpi_communicator::wait(std::vector<MPI_Request>& requests, char const* what)
+void mpi_communicator::wait(posted& messages, char const* what)
 {
   auto const start = std::chrono::steady_clock::now();
   for (int polls = 0;; ++polls) {
     int done = 0;
-    check(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+    check(MPI_Testall(static_cast<int>(messages.requests.size()), messages.requests.data(), &done,
+                      MPI_STATUSES_IGNORE),
+          "MPI_Testall");
     if (done != 0) { return; }
 
-    raise_if_announced(what, requests);
+    raise_if_announced(what, messages);
     if (std::chrono::steady_clock::now() - start > timeout_) {
       fail(std::string{what} + " made no progress for " + std::to_string(timeout_.count()) +
              " ms: a peer stopped without saying why, or the ranks called in different orders",
-           -1, requests);
+           -1, messages);
     }
     // More ranks than cores is common in tests (oversubscribed): give the core away between polls.
     if (polls > 64) {
@@ -218,9 +237,34 @@ void mpi_communicator::allgather(void const* send, void* receive, std::size_t by
 {
   require_usable();
   int const count = as_count(bytes);
-  std::vector<MPI_Request> request(1, MPI_REQUEST_NULL);
-  check(MPI_Iallgather(send, count, MPI_BYTE, receive, count, MPI_BYTE, comm_, request.data()), "MPI_Iallgather");
-  wait(request, "an allgather");
+  // Point to point with every other rank, not MPI_Iallgather: a rank that stops waiting (a peer
+  // failed) takes its receives back, which MPI forbids for a nonblocking collective. It carries a
+  // few numbers, at planning and at the end of a chain's calls. Messages between two ranks on the
+  // allgather's duplicate arrive in the order they were sent, so successive allgathers match.
+  auto* const into = static_cast<unsigned char*>(receive);
+  unsigned char* const mine = into + static_cast<std::size_t>(rank_) * bytes;
+  if (bytes != 0) { std::memmove(mine, send, bytes); }
+  posted messages;
+  messages.requests.reserve(2 * static_cast<std::size_t>(size_ - 1));
+  try {
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) { continue; }
+      messages.requests.push_back(MPI_REQUEST_NULL);
+      check(MPI_Irecv(into + static_cast<std::size_t>(peer) * bytes, count, MPI_BYTE, peer, 0, gather_comm_,
+                      &messages.requests.back()),
+            "MPI_Irecv");
+      messages.receives = messages.requests.size();
+    }
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_) { continue; }
+      messages.requests.push_back(MPI_REQUEST_NULL);
+      check(MPI_Isend(mine, count, MPI_BYTE, peer, 0, gather_comm_, &messages.requests.back()), "MPI_Isend");
+    }
+  } catch (...) {
+    give_back(messages);
+    throw;
+  }
+  wait(messages, "an allgather");
 }
 
 exchange_ticket mpi_communicator::start_exchange(std::vector<outgoing> const& sends,
@@ -236,25 +280,27 @@ exchange_ticket mpi_communicator::start_exchange(std::vector<outgoing> const& se
   for (incoming const& in : receives) { check_peer(in.peer, in.tag); }
   for (outgoing const& out : sends) { check_peer(out.peer, out.tag); }
 
-  std::vector<MPI_Request> requests;
-  requests.reserve(sends.size() + receives.size());
+  posted messages;
+  messages.requests.reserve(sends.size() + receives.size());
   try {
     for (incoming const& in : receives) {
-      requests.push_back(MPI_REQUEST_NULL);
-      check(MPI_Irecv(in.data, as_count(in.bytes), MPI_BYTE, in.peer, in.tag, comm_, &requests.back()), "MPI_Irecv");
+      messages.requests.push_back(MPI_REQUEST_NULL);
+      check(MPI_Irecv(in.data, as_count(in.bytes), MPI_BYTE, in.peer, in.tag, comm_, &messages.requests.back()),
+            "MPI_Irecv");
+      messages.receives = messages.requests.size();
     }
     for (outgoing const& out : sends) {
-      requests.push_back(MPI_REQUEST_NULL);
+      messages.requests.push_back(MPI_REQUEST_NULL);
       // MPI-3 takes a const buffer.
-      check(MPI_Isend(out.data, as_count(out.bytes), MPI_BYTE, out.peer, out.tag, comm_, &requests.back()),
+      check(MPI_Isend(out.data, as_count(out.bytes), MPI_BYTE, out.peer, out.tag, comm_, &messages.requests.back()),
             "MPI_Isend");
     }
   } catch (...) {
-    give_back(requests);
+    give_back(messages);
     throw;
   }
   exchange_ticket const ticket = next_++;
-  pending_.emplace(ticket, std::move(requests));
+  pending_.emplace(ticket, std::move(messages));
   return ticket;
 }
 

@@ -5,13 +5,16 @@
 // runs as every rank of an MPI run (mpi_main.cpp), which CTest starts with 1, 2, 3 and 4
 // ranks (label "mpi"; tests/CMakeLists.txt). What they hold tapeflow to (docs/distributed.md):
 //   - the communicator: rank-ordered gathers and sums, a ring exchange, a silent peer that ends in
-//     distributed_error within the timeout rather than a hang;
+//     distributed_error within the timeout rather than a hang, a rank that fails before an
+//     allgather heard of by every other rank inside it;
 //   - stencil segments on slabs: every rank's part of the gradient and of the final state is the
 //     same bits as the reference over the whole grid (and so as one rank's run), for 1-, 2- and
 //     3-D stencils, gather and scatter adjoints, periodic and fixed grids, slabs of unequal size,
 //     under store, recompute, offload and auto with a budget;
 //   - one schedule: ranks given different budgets plan with the least and agree; ranks that
-//     would run different schedules raise distributed_error on every rank before the first step;
+//     ask for different policies, measure_steps or step costs, or would run different schedules,
+//     or cut by different process grids, raise distributed_error on every rank before the first
+//     step;
 //   - stencils with coefficients: the coefficients' ghost planes give every rank's part of u_T,
 //     dL/du_0 and dL/dc the bits of one process's, in both adjoint forms;
 //   - a workload: the wave equation over the ranks gives one process's loss and dL/dm;
@@ -131,6 +134,30 @@ TEST(Communicator, ASilentPeerEndsInADistributedErrorWithinTheTimeout)
     EXPECT_TRUE(comm->broken());
     EXPECT_THROW(static_cast<void>(dist::gather_all(*comm, 1)), distributed_error) << "a broken communicator";
   }
+}
+
+TEST(Communicator, ARankThatFailsBeforeAnAllgatherMakesEveryOtherRankRaiseInIt)
+{
+  // The others wait in an allgather the failed rank never joins: they hear of the failure there
+  // and take their messages back. (Over MPI_Iallgather, whose request MPI lets no one cancel,
+  // taking it back was MPI's fatal error on some of them.)
+  auto const comm = world(std::chrono::seconds(30));
+  if (comm->size() < 2) { GTEST_SKIP() << "needs two ranks"; }
+  int const failing = comm->size() - 1;
+  if (comm->rank() == failing) {
+    comm->announce_failure("it gave up before the allgather");
+    EXPECT_TRUE(comm->broken());
+    return;
+  }
+  auto const start = std::chrono::steady_clock::now();
+  try {
+    static_cast<void>(dist::gather_all(*comm, comm->rank()));
+    ADD_FAILURE() << "an allgather without rank " << failing << " completed";
+  } catch (distributed_error const& e) {
+    EXPECT_EQ(e.failed_rank(), failing) << e.what();
+    EXPECT_NE(std::string(e.what()).find("it gave up before the allgather"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20)) << "heard of it only at the timeout";
 }
 
 #endif
@@ -305,6 +332,25 @@ TEST(Blocks, ABlockThinnerAcrossThanTheSegmentReadsIsRefused)
     << "a process grid of more ranks than the run's";
 }
 
+TEST(Blocks, RanksThatCutByDifferentProcessGridsAllRaise)
+{
+  // P x 1 on rank 0 and 1 x P on the others: parts of equal size on a square grid, so the layers
+  // and the schedules agree, but each rank's neighbours would not (a hang in the first exchange).
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  auto const comm = world(std::chrono::seconds(30));
+  if (comm->size() == 1) { GTEST_SKIP() << "one rank has one process grid"; }
+  st::grid<float> const g{std::size_t(8 * comm->size()), std::size_t(8 * comm->size()), 1};
+  st::segment_request request;
+  request.k = 2;
+  request.ranks = comm->rank() == 0 ? st::ranks_grid{comm->size(), 1} : st::ranks_grid{1, comm->size()};
+  try {
+    static_cast<void>(st::plan_slab_segments<ac>(g, 6, query_device_limits(target), request, *comm));
+    ADD_FAILURE() << "rank " << comm->rank() << " planned";
+  } catch (distributed_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("the ranks disagree on the process grid"), std::string::npos) << e.what();
+  }
+}
+
 /// On this run's ranks, every rank's part of u_T, dL/du_0 and dL/dc is the bits of one process's
 /// over the whole grid, under store and recompute, for one-step and 3-step segments.
 template <class S>
@@ -475,13 +521,31 @@ TEST(OneSchedule, RanksThatWouldRunDifferentSchedulesAllRaiseBeforeTheFirstStep)
   chain_options o;
   o.kind = target;
   o.collective = comm;
-  o.policy = comm->rank() == 0 ? tape_policy::store : tape_policy::recompute;  // a program bug
-  try {
-    chain<decltype(step)> c(step, step.segments(), o);
-    ADD_FAILURE() << "a chain was made on rank " << comm->rank();
-  } catch (distributed_error const& e) {
-    EXPECT_NE(std::string(e.what()).find("the chain's schedule"), std::string::npos) << e.what();
-  }
+  // Program bugs, each caught on every rank before anything runs: what decides which meetings
+  // planning holds (the policy, measure_steps, step costs given on some ranks only), and then the
+  // schedule itself (tiles of another size on one rank).
+  auto const raises = [&](chain_options const& differing, char const* says) {
+    SCOPED_TRACE(says);
+    try {
+      chain<decltype(step)> c(step, step.segments(), differing);
+      ADD_FAILURE() << "a chain was made on rank " << comm->rank();
+    } catch (distributed_error const& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  chain_options policy = o;
+  policy.policy = comm->rank() == 0 ? tape_policy::store : tape_policy::recompute;
+  raises(policy, "the chain's policy, measure_steps and number of step costs");
+  chain_options measured = o;
+  measured.policy = tape_policy::automatic;
+  measured.measure_steps = comm->rank() == 0;
+  raises(measured, "the chain's policy, measure_steps and number of step costs");
+  chain_options costs = o;
+  if (comm->rank() == 0) { costs.step_costs = {step_cost{1.0, 2.0, 3.0}}; }
+  raises(costs, "the chain's policy, measure_steps and number of step costs");
+  chain_options tiles = o;
+  tiles.pipeline.tile_records = comm->rank() == 0 ? 32 : 64;
+  raises(tiles, "the chain's schedule");
 }
 
 // ---- failure ------------------------------------------------------------------------------------------

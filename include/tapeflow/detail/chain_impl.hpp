@@ -34,8 +34,13 @@ chain<Step, Valid>::chain(Step step, std::size_t steps, chain_options options)
   auto const planned = [&] {
     if (ranks != nullptr) { detail::agree_plan_inputs(*ranks, options_); }
     plan();
-    if (options_.measure_steps && options_.step_costs.empty() && options_.policy != tape_policy::store &&
-        (options_.budget_bytes != 0 && stats_.tape_bytes > options_.budget_bytes)) {
+    bool measure = options_.measure_steps && options_.step_costs.empty() && options_.policy != tape_policy::store &&
+                   (options_.budget_bytes != 0 && stats_.tape_bytes > options_.budget_bytes);
+    // Each rank's part has its own tape: if one measures and plans again (a meeting), all do.
+    if (ranks != nullptr && options_.measure_steps) {
+      measure = distributed::max_over_ranks(*ranks, measure ? 1.0 : 0.0) > 0;
+    }
+    if (measure) {
       options_.step_costs = detail::measure_step_costs(step_, stats_, options_.kind);
       plan();
     }

@@ -16,9 +16,11 @@
 
 namespace tapeflow::detail {
 
-/// Collective: `options`' budgets replaced by their least over the ranks (0, "no limit", counts as
-/// the greatest), and, where the plan prices copies (a budget, offload, measured steps), its
-/// bandwidths, measured here when zero, by their least.
+/// Collective: first checks that the ranks ask for the same policy, measure_steps and number of
+/// step costs (distributed_error on every rank where they differ: they decide what planning does
+/// collectively); then `options`' budgets replaced by their least over the ranks (0, "no limit",
+/// counts as the greatest), and, where the plan prices copies (a budget, offload, measured steps),
+/// its bandwidths, measured here when zero, by their least.
 void agree_plan_inputs(distributed::communicator& comm, chain_options& options);
 
 /// Collective: every step cost replaced by its greatest over the ranks (logic_error on every rank

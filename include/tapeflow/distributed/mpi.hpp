@@ -5,7 +5,10 @@
 // application's, and returns MPI's errors instead of aborting on them.
 //
 // Every wait polls: a failure announced by any rank (announce_failure) or a peer silent for the
-// timeout raises distributed_error instead of hanging. Buffers are host memory, or device memory
+// timeout raises distributed_error instead of hanging. Every message is point to point, the
+// allgather's too (on a duplicate of its own): a rank that stops waiting takes its receives back
+// (cancels them and waits for the cancellation, which MPI completes locally), so nothing is
+// written into a buffer after it unwinds; MPI allows neither for its nonblocking collectives. Buffers are host memory, or device memory
 // where the library says it moves it (a CUDA- or ROCm-aware build); otherwise device data is
 // staged through host memory by the caller (docs/distributed.md).
 #pragma once
@@ -39,8 +42,8 @@ class mpi_communicator final : public communicator {
   /// timeout is not positive, distributed_error when MPI fails.
   explicit mpi_communicator(MPI_Comm comm = MPI_COMM_WORLD, std::chrono::milliseconds timeout = default_timeout());
   /// Gives back the requests of exchanges never finished, receives and drops messages nothing will
-  /// receive, and frees the duplicate (unless MPI was finalised first, or a distributed error
-  /// broke it: then MPI_Finalize frees it, since a peer's message may still be on its way).
+  /// receive, and frees the duplicates (unless MPI was finalised first, or a distributed error
+  /// broke it: then MPI_Finalize frees them, since a peer's message may still be on its way).
   ~mpi_communicator() override;
 
   [[nodiscard]] int rank() const noexcept override { return rank_; }
@@ -65,16 +68,24 @@ class mpi_communicator final : public communicator {
   [[nodiscard]] bool broken() const noexcept { return broken_; }
 
  private:
+  /// Messages posted together: their receives first, then their sends.
+  struct posted {
+    std::vector<MPI_Request> requests;
+    std::size_t receives{0};
+  };
+
   void check(int status, char const* call);
   void require_usable() const;
-  void wait(std::vector<MPI_Request>& requests, char const* what);
-  void raise_if_announced(char const* what, std::vector<MPI_Request>& waiting);
-  [[noreturn]] void fail(std::string const& what, int failed_rank, std::vector<MPI_Request>& waiting);
+  void wait(posted& messages, char const* what);
+  void raise_if_announced(char const* what, posted& waiting);
+  [[noreturn]] void fail(std::string const& what, int failed_rank, posted& waiting);
+  /// Takes back messages that will never complete: receives cancelled (and waited for), sends freed.
+  static void give_back(posted& messages) noexcept;
   void give_back_pending() noexcept;
-  void discard_unmatched() noexcept;
 
-  MPI_Comm comm_{MPI_COMM_NULL};
-  std::map<exchange_ticket, std::vector<MPI_Request>> pending_;  // posted, not finished
+  MPI_Comm comm_{MPI_COMM_NULL};         // exchanges and failure announcements
+  MPI_Comm gather_comm_{MPI_COMM_NULL};  // the allgather's messages, apart from every exchange's tags
+  std::map<exchange_ticket, posted> pending_;  // posted, not finished
   exchange_ticket next_{0};
   int rank_{0};
   int size_{1};

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -189,7 +190,9 @@ template <class S>
 /// Collective: the segments of this rank's part of `whole`, cut over the ranks of `comm` by the
 /// process grid `request.ranks` (0 x 0: ranks_grid_for's), for `steps` time steps (plan_segments
 /// on the part, its halos no deeper than the thinnest part along either cut axis). Every rank
-/// plans the same k, checked; a rank that cannot plan makes every rank throw.
+/// cuts by the same process grid and plans the same k, both checked (parts of equal size cut by
+/// different grids would exchange with the wrong neighbours); a rank that cannot plan makes every
+/// rank throw.
 template <class S>
 [[nodiscard]] segment_plan plan_slab_segments(grid<typename S::value_type> const& whole, std::size_t steps,
                                               device_limits const& limits, segment_request request,
@@ -204,6 +207,10 @@ template <class S>
     planned.ranks = ranks;
     return planned;
   });
+  distributed::require_same(comm,
+                            static_cast<std::uint64_t>(static_cast<std::uint32_t>(p.ranks.outer)) << 32 |
+                              static_cast<std::uint32_t>(p.ranks.inner),
+                            "the process grid (segment_request::ranks, --ranks-grid)");
   distributed::require_same(comm, static_cast<std::uint64_t>(p.k), "the segment length");
   return p;
 }

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -94,7 +95,12 @@ class commands {
       auto const inputs =
         workloads::split_values(read_values<T>(args.text("input"), workloads::total_values(parts), layout_of(p, dtype)),
                                 parts);
-      start_together();  // every rank has its arguments and inputs
+      std::uint64_t read = 0;  // what this rank read, for the ranks to compare
+      if (launched_ranks()) {
+        read = distributed::fingerprint(nullptr, 0);
+        for (auto const& part : inputs) { read = distributed::fingerprint(part.data(), part.size() * sizeof(T), read); }
+      }
+      start_together(read);  // every rank has its arguments and inputs
       print_header(command::run, entry(), described::sizes(p), dtype, o.kind);
       workloads::segment_measurement trials;
       o = workloads::settle_segment<D, T>(p, o, &trials);

@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <string>
@@ -42,6 +44,13 @@ stage& stage_of_this_run() noexcept
 {
   static stage s = stage::reading;
   return s;
+}
+
+/// A fingerprint of this rank's command line (its arguments after the program's name).
+std::uint64_t& arguments_of_this_run() noexcept
+{
+  static std::uint64_t hash = 0;
+  return hash;
 }
 
 /// Whether an MPI launcher (Open MPI's, MPICH's Hydra, a PMIx one) started this process.
@@ -84,6 +93,13 @@ mpi_scope::mpi_scope([[maybe_unused]] int& argc, [[maybe_unused]] char**& argv)
 #if defined(TAPEFLOW_HAS_MPI)
   if (!launched_by_mpi()) { return; }
   MPI_Init(&argc, &argv);
+  std::uint64_t hash = distributed::fingerprint(nullptr, 0);
+  for (int i = 1; i < argc; ++i) {
+    std::size_t const length = std::strlen(argv[i]);
+    hash = distributed::fingerprint(&length, sizeof length, hash);  // "a b" is not "ab"
+    hash = distributed::fingerprint(argv[i], length, hash);
+  }
+  arguments_of_this_run() = hash;
   ranks_of_this_run() = std::make_shared<distributed::mpi_communicator>();
   if (ranks_of_this_run()->rank() != 0) { static_cast<void>(std::freopen("/dev/null", "w", stdout)); }
 #endif
@@ -121,7 +137,7 @@ int mpi_scope::end(int status, std::string const& error) const noexcept
   return status;
 }
 
-void start_together()
+void start_together([[maybe_unused]] std::uint64_t inputs)
 {
 #if defined(TAPEFLOW_HAS_MPI)
   if (!ranks_of_this_run()) { return; }
@@ -133,6 +149,10 @@ void start_together()
     stage_of_this_run() = stage::stopped;
     throw stopped_by_another_rank(m.status);
   }
+  // Every rank is ready: the same decision on every rank, and still before any work crosses them
+  // (a distributed_error here ends the command as a failure while reading does).
+  std::uint64_t const given = distributed::fingerprint(&inputs, sizeof inputs, arguments_of_this_run());
+  distributed::require_same(*ranks_of_this_run(), given, "the command line and the inputs");
   stage_of_this_run() = stage::started;
 #endif
 }

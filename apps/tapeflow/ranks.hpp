@@ -13,6 +13,7 @@
 
 #include <tapeflow/distributed/communicator.hpp>
 
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <string>
@@ -40,10 +41,14 @@ class mpi_scope {
 [[nodiscard]] std::shared_ptr<distributed::communicator> const& launched_ranks() noexcept;
 
 /// Collective: the ranks begin the work that crosses them. Throws `stopped_by_another_rank` when
-/// a rank failed before it (that rank prints why). Call it once, after the command's arguments
-/// and inputs are read and before the library sees `launched_ranks()`. Does nothing as one
-/// process.
-void start_together();
+/// a rank failed before it (that rank prints why), and distributed_error on every rank when the
+/// ranks were given different command lines or, `inputs` being a fingerprint of what this rank
+/// read (distributed::fingerprint), different inputs: each rank runs its part of one problem, and
+/// parts of different ones would make a gradient of neither (an input file that differs between
+/// the nodes' disks, an argument one rank was given alone). Call it once, after the command's
+/// arguments and inputs are read and before the library sees `launched_ranks()`. Does nothing as
+/// one process.
+void start_together(std::uint64_t inputs = 0);
 
 /// Thrown by `start_together()` on the ranks that were ready when another rank had failed; its
 /// status is the exit status the ranks agreed on.

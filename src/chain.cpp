@@ -9,7 +9,6 @@
 #include <tapeflow/tiers.hpp>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +18,7 @@ namespace tapeflow {
 chain_stats plan_chain(std::size_t record_bytes, std::size_t records_per_step, std::size_t steps,
                        std::size_t state_bytes, chain_options const& options)
 {
+  TAPEFLOW_EXPECTS(steps > 0, "a chain needs at least one step");  // the list form reads 0 as one
   return plan_chain(record_bytes, std::vector<std::size_t>{records_per_step}, state_bytes, options, steps);
 }
 
@@ -33,6 +33,8 @@ chain_stats plan_chain(std::size_t record_bytes, std::vector<std::size_t> const&
   if (!one_size || steps == 0) { steps = records_per_step.size(); }  // one entry and no count: one step
   TAPEFLOW_EXPECTS(steps > 0, "a chain needs at least one step");
   TAPEFLOW_EXPECTS(state_bytes > 0, "a chain's state must hold at least one byte");
+  TAPEFLOW_EXPECTS(state_bytes <= max_plan_bytes, "a chain's state of " + std::to_string(state_bytes) +
+                                                    " bytes is past what the planners take (2^56)");
   std::size_t largest = 0;
   for (std::size_t records : records_per_step) {
     TAPEFLOW_EXPECTS(records > 0, "a chain step must write at least one record");
@@ -103,9 +105,8 @@ chain_stats plan_chain(std::size_t record_bytes, std::vector<std::size_t> const&
   TAPEFLOW_EXPECTS(measured.size() <= 1 || measured.size() == steps,
                    "chain_options::step_costs needs one entry, or one per step (" + std::to_string(steps) + ")");
   for (step_cost const& c : measured) {
-    TAPEFLOW_EXPECTS(c.forward_ms >= 0 && c.aug_forward_ms >= 0 && c.reverse_ms >= 0 && std::isfinite(c.forward_ms) &&
-                       std::isfinite(c.aug_forward_ms) && std::isfinite(c.reverse_ms),
-                     "chain_options::step_costs must be non-negative and finite");
+    TAPEFLOW_EXPECTS(plannable_ms(c.forward_ms) && plannable_ms(c.aug_forward_ms) && plannable_ms(c.reverse_ms),
+                     "chain_options::step_costs must be finite, from 0 to 1e12 ms");
   }
   auto const layer_of = [&](std::size_t t, std::size_t bytes) {
     if (measured.empty()) { return layer_info{bytes, step_ms(bytes), step_ms(bytes)}; }

@@ -25,14 +25,27 @@ std::size_t binomial(std::size_t n, std::size_t k) noexcept
 std::size_t revolve_repetitions(std::size_t l, std::size_t s)
 {
   TAPEFLOW_EXPECTS(l > 0 && s > 0, "revolve needs at least one step and one snapshot");
-  std::size_t r = 0;
-  while (binomial(s + r, s) < l) { ++r; }
-  return r;
+  TAPEFLOW_EXPECTS(l <= (std::size_t{1} << 62), "Revolve over " + std::to_string(l) + " steps is past 2^62");
+  s = std::min(s, l);  // more snapshots than steps are never used (and s + r must not wrap)
+  // The least r with binomial(s + r, s) >= l: the binomial grows with r, and r = l reaches l
+  // (binomial(s + l, s) >= s + l), so a bisection; counting r up took l steps when s was 1.
+  std::size_t lo = 0;
+  std::size_t hi = l;
+  while (lo < hi) {
+    std::size_t const mid = lo + (hi - lo) / 2;
+    if (binomial(s + mid, s) >= l) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
 }
 
 std::size_t revolve_forward_steps(std::size_t l, std::size_t s)
 {
   std::size_t const r = revolve_repetitions(l, s);
+  s = std::min(s, l);
   TAPEFLOW_EXPECTS(r <= static_cast<std::size_t>(-1) / l,
                    "Revolve over " + std::to_string(l) + " steps with " + std::to_string(s) + " snapshots overflows");
   return r * l - binomial(s + r, s + 1);

@@ -52,6 +52,8 @@ summary summarise(std::vector<layer_info> const& layers)
   for (layer_info const& l : layers) {
     TAPEFLOW_EXPECTS(l.tape_bytes > 0, "every layer needs a positive tape size");
     TAPEFLOW_EXPECTS(l.tape_bytes <= static_cast<std::size_t>(-1) - s.total, "the tape's size overflows");
+    TAPEFLOW_EXPECTS(plannable_ms(l.forward_ms) && plannable_ms(l.reverse_ms) && plannable_ms(l.aug_forward_ms),
+                     "a layer's costs must be finite, from 0 to 1e12 ms");
     s.total += l.tape_bytes;
     s.largest = std::max(s.largest, l.tape_bytes);
     s.forward_ms += l.forward_ms;
@@ -306,6 +308,8 @@ tier_plan plan_tiers(tier_request const& r)
 {
   TAPEFLOW_NVTX_RANGE("tapeflow::plan_tiers");
   TAPEFLOW_EXPECTS(!r.layers.empty(), "the planner needs at least one layer");
+  TAPEFLOW_EXPECTS(r.state_bytes <= max_plan_bytes, "a chain's state of " + std::to_string(r.state_bytes) +
+                                                      " bytes is past what the planners take (2^56)");
   summary const s = summarise(r.layers);
   std::size_t const budget = r.budgets.device_bytes;
   if (budget != 0 && budget < r.min_device_bytes) {

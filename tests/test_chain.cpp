@@ -215,6 +215,20 @@ TEST(Chain, BadConfigurationsAreTypedErrors)
   stages.pipeline.stages = 1;
   EXPECT_THROW(chain<toy_step>(toy_step{4}, 3, stages), logic_error);
   EXPECT_THROW(chain<toy_step>(toy_step{4}, static_cast<std::size_t>(-1) / 8, chain_options{}), logic_error);
+  // Sizes whose bytes wrap: refused before any arithmetic on them (a state of SIZE_MAX bytes made
+  // the optimiser divide by zero; SIZE_MAX / 2 values reported SIZE_MAX - 7 bytes).
+  EXPECT_THROW(chain<toy_step>(toy_step{static_cast<std::size_t>(-1) / 2}, 3, chain_options{}), logic_error);
+  chain_options priced;
+  priced.policy = tape_policy::automatic;
+  priced.budget_bytes = std::size_t{1} << 20;
+  EXPECT_THROW(static_cast<void>(plan_chain(16, 1000, 100, static_cast<std::size_t>(-1), priced)), logic_error);
+  EXPECT_THROW(static_cast<void>(plan_chain(16, 10, 0, 40, chain_options{})), logic_error) << "no steps";
+  try {
+    chain<toy_step> none(toy_step{4}, 0, chain_options{});
+    ADD_FAILURE() << "a chain of no steps";
+  } catch (logic_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("a chain needs at least one step"), std::string::npos) << e.what();
+  }
   // Below one tile times the pipeline depth (staged), or one tile (read in place), nothing can
   // run, whatever the policy.
   for (tape_policy p : {tape_policy::automatic, tape_policy::store, tape_policy::offload, tape_policy::recompute}) {

@@ -9,6 +9,7 @@
 #include <tapeflow/halo.hpp>
 #include <tapeflow/memory.hpp>
 #include <tapeflow/plan.hpp>
+#include <tapeflow/stream.hpp>
 #include <tapeflow/tape.hpp>
 
 #include <gtest/gtest.h>
@@ -304,6 +305,43 @@ TEST(CpuMemoryPool, FreedBuffersAreReusedAndReleasedOnRequest)
   EXPECT_EQ(cpu::release_cached_memory(), bytes);
   EXPECT_EQ(cpu::cached_memory(), 0u);
 #endif
+}
+
+TEST(CpuMemory, ABufferFreedOnAStreamGoesBackBehindTheStreamsWork)
+{
+  // As cudaFreeAsync: a buffer destroyed while its stream still has work on it queued keeps its
+  // memory until that work ran. (It went back at once, and the queued fill wrote freed memory:
+  // AddressSanitizer's heap-use-after-free, a crash without it.)
+  stream busy(backend::cpu);
+  stream_view const s = busy.view();
+  cpu::release_cached_memory();
+  device_buffer ahead(backend::cpu, std::size_t{256} << 20, s);
+  ahead.fill(0x11, s);  // keeps the stream's worker busy for a while
+  std::size_t const cached = cpu::cached_memory();
+  {
+    device_buffer small(backend::cpu, 4000, s);  // below the pool's 64 KiB: freed for real
+    small.fill(0x22, s);
+    device_buffer large(backend::cpu, std::size_t{1} << 20, s);
+    large.fill(0x33, s);
+  }
+#if !defined(TAPEFLOW_SANITIZED_BUILD)  // the pool keeps nothing under AddressSanitizer
+  EXPECT_EQ(cpu::cached_memory(), cached) << "the large buffer went back before its fill ran";
+#endif
+  busy.synchronize();
+#if !defined(TAPEFLOW_SANITIZED_BUILD)
+  EXPECT_EQ(cpu::cached_memory(), cached + (std::size_t{1} << 20));
+#endif
+  cpu::release_cached_memory();
+}
+
+TEST(CpuMemory, AllocationsNoHostCanHoldAreOutOfMemory)
+{
+  // GCC's aligned operator new rounded sizes near SIZE_MAX up past it into a tiny block, which a
+  // copy into the buffer then overran.
+  std::size_t const in_use = device_memory_usage(backend::cpu).current_bytes;
+  EXPECT_THROW(device_buffer(backend::cpu, static_cast<std::size_t>(-1) - 8, {}), out_of_memory);
+  EXPECT_THROW(pinned_buffer(backend::cpu, static_cast<std::size_t>(-1)), out_of_memory);
+  EXPECT_EQ(device_memory_usage(backend::cpu).current_bytes, in_use);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <tapeflow/error.hpp>
 #include <tapeflow/revolve.hpp>
+#include <tapeflow/schedule.hpp>
 
 #include <gtest/gtest.h>
 
@@ -21,6 +22,28 @@ TEST(Revolve, BinomialAndRepetitions)
   EXPECT_EQ(revolve_repetitions(1, 1), 0u);
   EXPECT_THROW(static_cast<void>(revolve_repetitions(0, 3)), logic_error);
   EXPECT_THROW(static_cast<void>(revolve_forward_steps(5, 0)), logic_error);
+}
+
+TEST(Revolve, HugeArgumentsAnswerAtOnce)
+{
+  // More snapshots than steps are never used: SIZE_MAX of them answer as l do (C(s + r, s) wrapped
+  // to 0 and the search for r never ended). A long chain's r is found by bisection, not l trials.
+  std::size_t const all = static_cast<std::size_t>(-1);
+  EXPECT_EQ(revolve_repetitions(10, all), revolve_repetitions(10, 10));
+  EXPECT_EQ(revolve_forward_steps(10, all), revolve_forward_steps(10, 10));
+  EXPECT_EQ(revolve_forward_steps(10, 10), 9u);
+  EXPECT_EQ(revolve_schedule(10, all).size(), revolve_schedule(10, 10).size());
+  EXPECT_EQ(revolve_actions(10, all).size(), revolve_actions(10, 10).size());
+  EXPECT_EQ(revolve_repetitions(std::size_t{1} << 36, 1), (std::size_t{1} << 36) - 1);
+  EXPECT_EQ(revolve_repetitions(std::size_t{1} << 40, 2), 1482909U);  // C(r + 2, 2) >= 2^40 first at r = 1482909
+  EXPECT_THROW(static_cast<void>(revolve_repetitions(all, 1)), logic_error);
+  for (std::size_t l = 1; l <= 200; ++l) {  // the bisection finds the least r, as counting up did
+    for (std::size_t s = 1; s <= 6; ++s) {
+      std::size_t r = 0;
+      while (binomial(s + r, s) < l) { ++r; }
+      ASSERT_EQ(revolve_repetitions(l, s), r) << "l " << l << ", s " << s;
+    }
+  }
 }
 
 TEST(Revolve, TheIssuesTestVectors)

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -276,6 +277,30 @@ TEST(MixedSchedule, ForcedChoicesAndBadInput)
   bad = m;
   bad.steps[2].layer_bytes = 0;
   EXPECT_THROW(static_cast<void>(optimal_schedule(bad)), logic_error);
+  // Sizes whose rounding to units wrapped past SIZE_MAX (a division by zero, or a schedule over
+  // its budget), and costs whose sums are not numbers: refused, not planned.
+  std::size_t const all = static_cast<std::size_t>(-1);
+  bad = m;
+  bad.state_bytes = all;
+  EXPECT_THROW(static_cast<void>(optimal_schedule(bad)), logic_error);
+  bad = m;
+  bad.unit_bytes = all;
+  EXPECT_THROW(static_cast<void>(optimal_schedule(bad)), logic_error);
+  bad = m;
+  bad.steps[1].layer_bytes = all - 16;
+  EXPECT_THROW(static_cast<void>(optimal_schedule(bad)), logic_error);
+  for (double const cost : {std::nan(""), -1.0, 1e307, std::numeric_limits<double>::infinity()}) {
+    bad = m;
+    bad.steps[3].forward_ms = cost;
+    EXPECT_THROW(static_cast<void>(optimal_schedule(bad)), logic_error) << cost;
+    bad = m;
+    bad.write_ms[1] = cost;
+    EXPECT_THROW(static_cast<void>(optimal_schedule(bad)), logic_error) << cost;
+    bad = m;
+    bad.host_layer_ms.assign(6, 0.0);
+    bad.host_layer_ms[0] = cost;
+    EXPECT_THROW(static_cast<void>(optimal_schedule(bad)), logic_error) << cost;
+  }
 }
 
 TEST(MixedSchedule, ReplayRejectsInvalidSchedules)

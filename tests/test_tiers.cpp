@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -55,6 +56,20 @@ TEST(TierPlanner, StoreKeepsEverythingOrFails)
   EXPECT_EQ(p.device_bytes, 40 * MiB);
   r.budgets.device_bytes = 39 * MiB;
   EXPECT_THROW(static_cast<void>(plan_tiers(r)), budget_error);
+}
+
+TEST(TierPlanner, CostsThatAreNotNumbersAndStatesPastItsSizesAreRefused)
+{
+  for (tape_policy policy : {tape_policy::store, tape_policy::automatic, tape_policy::recompute}) {
+    for (double const cost : {std::nan(""), -5.0, 1e300}) {
+      tier_request r = chain_request(policy, 5, 10 * MiB);
+      r.layers[2].forward_ms = cost;  // planned as an overhead of NaN, or of -3 ms
+      EXPECT_THROW(static_cast<void>(plan_tiers(r)), logic_error) << to_string(policy) << " " << cost;
+    }
+    tier_request r = chain_request(policy, 5, 10 * MiB);
+    r.state_bytes = static_cast<std::size_t>(-1);
+    EXPECT_THROW(static_cast<void>(plan_tiers(r)), logic_error) << to_string(policy);
+  }
 }
 
 TEST(TierPlanner, OffloadUsesARingThatFitsTheBudget)

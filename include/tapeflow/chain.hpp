@@ -74,8 +74,9 @@ class chain {
   using record_type = typename Step::record_type;
 
   /// Plans `steps` applications of `step` under `options` (timing the step first under
-  /// measure_steps). Throws what plan_chain throws, and logic_error for a state of no values and
-  /// for capture_reverse under a plan other than store.
+  /// measure_steps). Throws what plan_chain throws, and logic_error for no steps, a state of no
+  /// values, a state or parameters past 2^56 bytes, and capture_reverse under a plan other than
+  /// store.
   chain(Step step, std::size_t steps, chain_options options);
 
   // Steps and captured programs refer to the chain's buffers by address: a chain stays put.
@@ -124,7 +125,7 @@ class chain {
  private:
   [[nodiscard]] std::vector<std::size_t> records_per_step() const;
   void check_state(device_buffer const& buffer, char const* what) const;
-  void replan_without_host(out_of_memory const& failure);
+  [[nodiscard]] bool replan_without_host(out_of_memory const& failure);
   void announce_failure() const noexcept;
   void end_together() const;
 

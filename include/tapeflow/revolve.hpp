@@ -12,11 +12,13 @@ namespace tapeflow {
 /// C(n, k), saturating at SIZE_MAX.
 [[nodiscard]] std::size_t binomial(std::size_t n, std::size_t k) noexcept;
 
-/// The repetition number r: the smallest r with C(s + r, s) >= l.
+/// The repetition number r: the smallest r with C(s + r, s) >= l (s past l counts as l: more
+/// snapshots than steps are never used). Throws logic_error for l = 0, s = 0 or l past 2^62.
 [[nodiscard]] std::size_t revolve_repetitions(std::size_t l, std::size_t s);
 
 /// The least number of untaped forward steps that reverses l steps with s snapshots:
-/// t(l, s) = r l - C(s + r, s + 1). Throws logic_error for l = 0 or s = 0.
+/// t(l, s) = r l - C(s + r, s + 1). Throws as revolve_repetitions, and logic_error where the count
+/// overflows.
 [[nodiscard]] std::size_t revolve_forward_steps(std::size_t l, std::size_t s);
 
 enum class revolve_op {

@@ -17,6 +17,16 @@ enum class level { device = 0, host = 1 };
 
 [[nodiscard]] char const* to_string(level l) noexcept;
 
+/// The largest cost of one step or copy the planners take, in milliseconds (31 years): costs are
+/// finite and at most this, so that no schedule's sum of them overflows to infinity.
+inline constexpr double max_cost_ms = 1e12;
+/// The largest state or layer the planners take, in bytes (64 PiB): no rounding or sum of them
+/// overflows.
+inline constexpr std::size_t max_plan_bytes = std::size_t{1} << 56;
+
+/// Whether `ms` is a cost the planners take: finite, from 0 to max_cost_ms.
+[[nodiscard]] constexpr bool plannable_ms(double ms) noexcept { return ms >= 0 && ms <= max_cost_ms; }
+
 /// What the planner knows of one step. Times in milliseconds.
 struct step_cost {
   double forward_ms{0};      ///< untaped forward (recomputation)

@@ -33,7 +33,8 @@ struct options : stencil_options {
 // gradient_result<T> (dL/du_0 (row-major) and L), gradient(), primal(), loss(): state_gradient.hpp.
 using namespace workloads::state_workload;
 
-/// The problem alone: throws logic_error unless n >= 1, steps >= 1 and n <= 2^31.
+/// The problem alone: throws logic_error unless 1 <= n <= 2^30, steps >= 1, dt > 0 and eps2 >= 0
+/// (both finite).
 void validate(problem const& p);
 /// Throws what validate(p) throws, and logic_error unless `values` == n*n.
 void validate(problem const& p, std::size_t values);

@@ -7,6 +7,7 @@
 #include <tapeflow/error.hpp>
 #include <tapeflow/nvtx.hpp>
 
+#include <cmath>
 #include <random>
 #include <string>
 
@@ -16,7 +17,10 @@ void validate(problem const& p)
 {
   TAPEFLOW_EXPECTS(p.n >= 1, "the grid side n must be at least 1");
   TAPEFLOW_EXPECTS(p.steps >= 1, "the number of steps must be at least 1");
-  TAPEFLOW_EXPECTS(p.n <= (std::size_t{1} << 31), "grid side " + std::to_string(p.n) + " is too large");
+  // n^2 values of 8 bytes in a size_t.
+  TAPEFLOW_EXPECTS(p.n <= (std::size_t{1} << 30), "grid side " + std::to_string(p.n) + " is too large");
+  TAPEFLOW_EXPECTS(std::isfinite(p.dt) && p.dt > 0, "the time step dt must be positive and finite");
+  TAPEFLOW_EXPECTS(std::isfinite(p.eps2) && p.eps2 >= 0, "the diffusion eps2 must be finite and not negative");
 }
 
 void validate(problem const& p, std::size_t values)

@@ -5,6 +5,7 @@
 #include <tapeflow/revolve.hpp>
 #include <tapeflow/schedule.hpp>
 
+#include <algorithm>
 #include <string>
 
 namespace tapeflow {
@@ -39,6 +40,7 @@ std::vector<schedule_action> kept_actions(std::vector<level> const& where, bool 
 
 std::vector<schedule_action> revolve_actions(std::size_t steps, std::size_t snapshots)
 {
+  snapshots = std::min(snapshots, steps);  // as revolve_schedule: more than steps are never used
   std::vector<schedule_action> actions;
   constexpr std::size_t empty = static_cast<std::size_t>(-1);
   std::vector<std::size_t> held(snapshots, empty);

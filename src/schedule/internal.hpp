@@ -22,7 +22,10 @@ namespace tapeflow::detail::scheduling {
 inline constexpr double inf = std::numeric_limits<double>::infinity();
 
 /// `bytes` in whole units of `unit` bytes, rounded up.
-[[nodiscard]] inline std::size_t units(std::size_t bytes, std::size_t unit) { return (bytes + unit - 1) / unit; }
+[[nodiscard]] inline std::size_t units(std::size_t bytes, std::size_t unit)
+{
+  return bytes / unit + (bytes % unit != 0 ? 1 : 0);  // bytes + unit - 1 could wrap
+}
 
 /// What keeping step `i`'s layer on the host costs beyond its taped forward (0 when the model
 /// gives no host costs).

@@ -16,16 +16,23 @@ namespace detail::scheduling {
 void check_model(schedule_model const& m)
 {
   TAPEFLOW_EXPECTS(!m.steps.empty(), "a schedule needs at least one step");
-  TAPEFLOW_EXPECTS(m.state_bytes > 0, "a schedule needs the state's size");
+  TAPEFLOW_EXPECTS(m.state_bytes > 0 && m.state_bytes <= max_plan_bytes,
+                   "a schedule needs the state's size, at most 2^56 bytes; got " + std::to_string(m.state_bytes));
+  TAPEFLOW_EXPECTS(m.unit_bytes <= max_plan_bytes, "the memory unit is at most 2^56 bytes");
   TAPEFLOW_EXPECTS(m.host_layer_ms.empty() || m.host_layer_ms.size() == m.steps.size(),
                    "host_layer_ms needs one entry per step");
   for (step_cost const& s : m.steps) {
-    TAPEFLOW_EXPECTS(s.layer_bytes > 0, "every step needs a positive layer size");
-    TAPEFLOW_EXPECTS(s.forward_ms >= 0 && s.aug_forward_ms >= 0 && s.reverse_ms >= 0,
-                     "step costs must be non-negative");
+    TAPEFLOW_EXPECTS(s.layer_bytes > 0 && s.layer_bytes <= max_plan_bytes,
+                     "every step needs a positive layer size, at most 2^56 bytes");
+    TAPEFLOW_EXPECTS(plannable_ms(s.forward_ms) && plannable_ms(s.aug_forward_ms) && plannable_ms(s.reverse_ms),
+                     "step costs must be finite, from 0 to 1e12 ms");
+  }
+  for (double const ms : m.host_layer_ms) {
+    TAPEFLOW_EXPECTS(plannable_ms(ms), "host_layer_ms must be finite, from 0 to 1e12 ms");
   }
   for (int k = 0; k < 2; ++k) {
-    TAPEFLOW_EXPECTS(m.write_ms[k] >= 0 && m.read_ms[k] >= 0, "checkpoint costs must be non-negative");
+    TAPEFLOW_EXPECTS(plannable_ms(m.write_ms[k]) && plannable_ms(m.read_ms[k]),
+                     "checkpoint costs must be finite, from 0 to 1e12 ms");
   }
 }
 

@@ -25,7 +25,13 @@ chain<Step, Valid>::chain(Step step, std::size_t steps, chain_options options)
   if (options_.kind != backend::cpu && options_.pipeline.bulk_copy) {
     options_.pipeline.bulk_copy = bulk_copy_runs_of(step_);  // a preference: cp.async where it cannot run
   }
+  TAPEFLOW_EXPECTS(steps_ > 0, "a chain needs at least one step");
   TAPEFLOW_EXPECTS(step_.state_size() > 0, "a chain's state must hold at least one value");
+  // Bytes are values times sizeof(value_type): bounded first, so that no product wraps.
+  TAPEFLOW_EXPECTS(step_.state_size() <= max_plan_bytes / sizeof(value_type),
+                   "a chain's state of " + std::to_string(step_.state_size()) + " values is past 2^56 bytes");
+  TAPEFLOW_EXPECTS(parameter_size_of(step_) <= max_plan_bytes / sizeof(value_type),
+                   "a step's " + std::to_string(parameter_size_of(step_)) + " parameters are past 2^56 bytes");
   distributed::communicator* const ranks = options_.collective.get();
   auto plan = [&] {
     if (ranks != nullptr && !options_.step_costs.empty()) { detail::agree_step_costs(*ranks, options_.step_costs); }
@@ -72,7 +78,7 @@ void chain<Step, Valid>::forward(device_buffer& state, stream_view stream)
       // rank of many: the others would keep the old schedule.
       if (!executor_.host_allocation_failed() || options_.collective) { throw; }
       executor_.abandon(s);
-      replan_without_host(failure);
+      if (!replan_without_host(failure)) { throw; }  // the failure itself, of its own type
       executor_.forward(state, s);
     }
     end_together();
@@ -150,10 +156,10 @@ void chain<Step, Valid>::check_state(device_buffer const& buffer, char const* wh
 }
 
 /// After pinned memory could not be had: forced `offload` recomputes instead; other plans are
-/// made again without host memory. The failure itself propagates when nothing fits the device
-/// budget.
+/// made again without host memory. False, the plan unchanged, when nothing fits the device budget
+/// then: the caller rethrows the failure.
 template <class Step, bool Valid>
-void chain<Step, Valid>::replan_without_host(out_of_memory const& failure)
+bool chain<Step, Valid>::replan_without_host(out_of_memory const& failure)
 {
   chain_options fallback = options_;
   bool const offloading = stats_.policy == tape_policy::offload;
@@ -167,12 +173,13 @@ void chain<Step, Valid>::replan_without_host(out_of_memory const& failure)
   try {
     replanned = plan_chain(sizeof(record_type), records_per_step(), state_bytes(), fallback, steps_);
   } catch (budget_error const&) {
-    throw failure;
+    return false;
   }
   replanned.fallback = std::string{offloading ? "host tier unavailable (" : "pinned memory unavailable ("} +
                        failure.what() + (offloading ? "); recomputing instead" : "); planned without it");
   stats_ = std::move(replanned);
   executor_.set_plan();
+  return true;
 }
 
 }  // namespace tapeflow

@@ -190,6 +190,8 @@ template <class S>
   constexpr int dims = S::dims;
   TAPEFLOW_EXPECTS(g.cells() > 0, "a stencil's grid needs at least one cell");
   TAPEFLOW_EXPECTS(steps > 0, "a stencil gradient needs at least one time step");
+  TAPEFLOW_EXPECTS(steps <= (std::size_t{1} << 62), "a stencil gradient of " + std::to_string(steps) +
+                                                      " time steps is past 2^62");  // segment counts stay exact
   TAPEFLOW_EXPECTS((dims >= 2 || g.ny == 1) && (dims >= 3 || g.nz == 1),
                    "the grid extends along an axis past the stencil's " + std::to_string(dims) + " dimension(s)");
   TAPEFLOW_EXPECTS(request.k >= 0 && request.k <= max_segment_steps,

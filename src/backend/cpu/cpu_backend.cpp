@@ -11,8 +11,10 @@
 #include <tapeflow/error.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <thread>
@@ -162,8 +164,16 @@ host_pool& the_pool()
   return pool;
 }
 
+cpu::stream* as_stream(stream_view s) noexcept { return static_cast<cpu::stream*>(s.native()); }
+cpu::event* as_event(void* e) noexcept { return static_cast<cpu::event*>(e); }
+
 void* cpu_allocate(std::size_t bytes, stream_view)
 {
+  // No host allocation can be this large, and GCC's aligned operator new rounds a size near
+  // SIZE_MAX up past it into a tiny block, which the caller would then overrun.
+  if (bytes > static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max())) {
+    TAPEFLOW_FAIL_BYTES(out_of_memory, "host allocation of " + std::to_string(bytes) + " bytes failed", bytes);
+  }
   if (void* reused = the_pool().take(bytes)) { return reused; }
   try {
     return ::operator new(bytes, cpu_alignment);
@@ -179,13 +189,26 @@ void* cpu_allocate(std::size_t bytes, stream_view)
   }
 }
 
-void cpu_deallocate(void* ptr, std::size_t bytes, stream_view) noexcept
+void release_now(void* ptr, std::size_t bytes) noexcept
 {
   if (!the_pool().give(ptr, bytes)) { ::operator delete(ptr, cpu_alignment); }
 }
 
-cpu::stream* as_stream(stream_view s) noexcept { return static_cast<cpu::stream*>(s.native()); }
-cpu::event* as_event(void* e) noexcept { return static_cast<cpu::event*>(e); }
+void cpu_deallocate(void* ptr, std::size_t bytes, stream_view s) noexcept
+{
+  // Stream-ordered, as cudaFreeAsync: work queued on the stream before the free (a fill, a copy
+  // of a buffer destroyed before its stream was synchronised) still owns the memory, so the
+  // memory goes back behind it.
+  if (cpu::stream* worker = as_stream(s)) {
+    try {
+      worker->enqueue([ptr, bytes] { release_now(ptr, bytes); });
+      return;
+    } catch (...) {  // no memory for the task: wait for the stream's work instead
+      worker->drain();
+    }
+  }
+  release_now(ptr, bytes);
+}
 
 /// Runs `work` inline on the default stream, else behind the stream's earlier work.
 template <class Work>

@@ -36,7 +36,10 @@ class device_buffer {
   [[nodiscard]] backend kind() const noexcept { return kind_; }
   [[nodiscard]] stream_view stream() const noexcept { return stream_; }
 
-  /// Copies `bytes` from host memory into the buffer at `offset` (ordered on `stream`).
+  /// Copies `bytes` from host memory into the buffer at `offset` (ordered on `stream`). The host
+  /// memory must stay as it is until the stream has reached the copy (synchronize it, or an event
+  /// recorded after): on a CPU backend's stream other than the default the copy runs on the
+  /// stream's worker, later, as a copy from pinned memory does on a GPU.
   void upload(void const* host, std::size_t bytes, stream_view stream, std::size_t offset = 0);
   /// Copies `bytes` from the buffer at `offset` to host memory and waits for it.
   void download(void* host, std::size_t bytes, stream_view stream, std::size_t offset = 0) const;

@@ -293,6 +293,9 @@ TEST(MixedSchedule, ForcedChoicesAndBadInput)
     bad = m;
     bad.steps[3].forward_ms = cost;
     EXPECT_THROW(static_cast<void>(optimal_schedule(bad)), logic_error) << cost;
+  }
+  // A copy may cost infinity (a level without bandwidth: never chosen), not NaN or less than 0.
+  for (double const cost : {std::nan(""), -1.0}) {
     bad = m;
     bad.write_ms[1] = cost;
     EXPECT_THROW(static_cast<void>(optimal_schedule(bad)), logic_error) << cost;
@@ -301,6 +304,11 @@ TEST(MixedSchedule, ForcedChoicesAndBadInput)
     bad.host_layer_ms[0] = cost;
     EXPECT_THROW(static_cast<void>(optimal_schedule(bad)), logic_error) << cost;
   }
+  bad = m;
+  bad.device_bytes = 1000;  // every layer fits, as in the first plan above
+  bad.write_ms[1] = std::numeric_limits<double>::infinity();
+  bad.host_layer_ms.assign(6, std::numeric_limits<double>::infinity());
+  EXPECT_NO_THROW(static_cast<void>(optimal_schedule(bad)));
 }
 
 TEST(MixedSchedule, ReplayRejectsInvalidSchedules)

@@ -3,7 +3,6 @@
 
 #include <tapeflow/stencil/segment.hpp>
 
-#include <cstdio>
 #include <numeric>
 #include <stdexcept>
 
@@ -51,12 +50,7 @@ std::string field_text(std::vector<std::size_t> const& values)
   return text;
 }
 
-std::string shown_text(double value)
-{
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
-  return text;
-}
+std::string shown_text(double value) { return ::tapeflow::detail::shown(value); }
 
 void read_field(cli::parsed_args const& args, field_info const& f, std::size_t& to)
 {

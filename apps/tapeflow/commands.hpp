@@ -110,6 +110,7 @@ class commands {
       reset_device_memory_peak(o.kind);
       auto session = D::template open<T>(p, o);
       workloads::outcome<T> const r = workloads::gradient_of(*session, workloads::views_of(inputs), o.stream);
+      finish_together();  // rank 0 holds the gradient; what is left, each rank does alone
       double const wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       std::printf("loss:   %.9e\n", static_cast<double>(r.loss));
       if (!std::isfinite(static_cast<double>(r.loss))) {  // finite inputs (read_values): the model diverged
@@ -151,6 +152,7 @@ class commands {
       using T = decltype(t);
       return D::template plan<T>(p, workloads::settle_segment<D, T>(p, o, &trials));
     });
+    finish_together();
     if (!quiet) {
       print_segment_trials(trials);
       print_plan(planned);
@@ -187,6 +189,7 @@ class commands {
       auto session = D::template open<T>(p, settled);
       workloads::bench_result const r =
         workloads::benchmark(*session, workloads::views_of(inputs), o.stream, warmup, repeats);
+      finish_together();
       std::printf("forward %.3f ms (augmented forward / primal: %.2f), reverse %.3f ms; after the first gradient "
                   "%zu allocations (%zu bytes)\n",
                   r.forward_ms, r.forward_ms / r.primal_ms, r.reverse_ms, r.repeat_allocations,

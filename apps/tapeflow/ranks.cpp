@@ -10,6 +10,7 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace tapeflow::cli {
@@ -36,9 +38,9 @@ void print_error(std::string const& error) noexcept
 }
 
 #if defined(TAPEFLOW_HAS_MPI)
-/// Where this rank's command is: reading alone, started with the others, or stopped at the
-/// meeting because a rank had failed.
-enum class stage { reading, started, stopped };
+/// Where this rank's command is: reading alone, started with the others, finished with them and
+/// writing alone, or stopped at the meeting because a rank had failed.
+enum class stage { reading, started, finished, stopped };
 
 stage& stage_of_this_run() noexcept
 {
@@ -118,19 +120,24 @@ int mpi_scope::end(int status, std::string const& error) const noexcept
 {
 #if defined(TAPEFLOW_HAS_MPI)
   if (ranks_of_this_run()) {
-    switch (stage_of_this_run()) {
-      case stage::reading: {
-        meeting const m = meet(status);
-        stage_of_this_run() = stage::stopped;
-        if (m.first_failed == ranks_of_this_run()->rank()) { print_error(error); }
-        return m.status;
-      }
-      case stage::started:
-        print_error(error);
-        if (status != 0) { MPI_Abort(MPI_COMM_WORLD, status); }
-        return status;
-      case stage::stopped: return status;
+    stage const now = stage_of_this_run();
+    if (now == stage::stopped) { return status; }  // met at the start: the failed rank printed
+    if (now == stage::started && status != 0) {
+      // Its peers may wait in a collective this rank will never enter. A launcher that forwards
+      // output on its own schedule (MPICH's Hydra) may drop what is still in the pipe when the
+      // abort kills the ranks: the message gets a moment to leave first.
+      print_error(error);
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      MPI_Abort(MPI_COMM_WORLD, status);
+      return status;  // not reached: MPI_Abort ends the run
     }
+    // Reading or finished, or done without a failure (every collective of the run returned, on
+    // every rank that is not itself about to abort): the ranks meet, so a failing rank's peers
+    // finalise with it and its message is printed once.
+    meeting const m = meet(status);
+    stage_of_this_run() = stage::stopped;
+    if (m.first_failed == ranks_of_this_run()->rank()) { print_error(error); }
+    return m.status;
   }
 #endif
   print_error(error);
@@ -154,6 +161,13 @@ void start_together([[maybe_unused]] std::uint64_t inputs)
   std::uint64_t const given = distributed::fingerprint(&inputs, sizeof inputs, arguments_of_this_run());
   distributed::require_same(*ranks_of_this_run(), given, "the command line and the inputs");
   stage_of_this_run() = stage::started;
+#endif
+}
+
+void finish_together() noexcept
+{
+#if defined(TAPEFLOW_HAS_MPI)
+  if (ranks_of_this_run() && stage_of_this_run() == stage::started) { stage_of_this_run() = stage::finished; }
 #endif
 }
 

@@ -3,12 +3,14 @@
 // allen-cahn ...`; docs/distributed.md), in a build with TAPEFLOW_MPI. Otherwise, and when no
 // launcher started it, the CLI is one process and none of this does anything.
 //
-// A command under ranks has two parts. Before `start_together()` each rank reads its arguments
+// A command under ranks has three parts. Before `start_together()` each rank reads its arguments
 // and inputs alone; nothing has crossed ranks yet, so a rank that fails there does not leave a
 // peer waiting in the library: the ranks meet once, agree on the exit status, the first failed
-// rank prints its error, and all finalise MPI. After it, a failing rank cannot know where its
-// peers wait, and ends them all (MPI_Abort). Finalising keeps the message: MPICH's launcher may
-// drop what a rank printed just before an abort.
+// rank prints its error, and all finalise MPI. Between it and `finish_together()` the work crosses
+// the ranks, and a failing rank cannot know where its peers wait: it ends them all (MPI_Abort).
+// After it each rank writes its files alone again (rank 0 the gradient), and a failure there (a
+// full disk) meets the others as one before the start does. Finalising keeps the message: MPICH's
+// launcher may drop what a rank printed just before an abort.
 #pragma once
 
 #include <tapeflow/distributed/communicator.hpp>
@@ -31,9 +33,10 @@ class mpi_scope {
 
   /// Ends the command with `status`, `error` (empty on success) its message for standard error,
   /// and returns the process's exit status. As one process: prints the error, returns `status`.
-  /// Under ranks, before they started together: meets the others, the first failed rank prints,
-  /// and every rank returns the highest status. After: a failure ends every rank with `status`
-  /// (MPI_Abort) once its message is printed.
+  /// Under ranks, on success, or on a failure before they started together or after they
+  /// finished: meets the others, the first failed rank prints, and every rank returns the highest
+  /// status. A failure while they work together ends every rank with `status` (MPI_Abort) once
+  /// its message is printed.
   [[nodiscard]] int end(int status, std::string const& error) const noexcept;
 };
 
@@ -49,6 +52,12 @@ class mpi_scope {
 /// arguments and inputs are read and before the library sees `launched_ranks()`. Does nothing as
 /// one process.
 void start_together(std::uint64_t inputs = 0);
+
+/// This rank's part of the work that crosses the ranks is done: its last collective has returned,
+/// and what is left (printing, writing its files) it does alone. A failure from here meets the
+/// others rather than ending them (mpi_scope::end). Not collective, but every rank that started
+/// together calls it before it writes. Does nothing as one process or before the start.
+void finish_together() noexcept;
 
 /// Thrown by `start_together()` on the ranks that were ready when another rank had failed; its
 /// status is the exit status the ranks agreed on.

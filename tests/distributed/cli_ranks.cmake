@@ -77,8 +77,9 @@ process_grid_was(3 2)
 same_bits_over(6 lbm --nx 9 --ny 14 --steps 7 --segment 1 --ranks-grid 2x3 --input f0.bin)
 process_grid_was(2 3)
 
-# A refusal is met before anything crosses ranks: every rank exits 2, the message printed once, and
-# MPI finalised rather than aborted (MPICH's launcher may drop what a rank printed before an abort).
+# A refusal is met before anything crosses ranks, or once the crossing work is done: every rank
+# exits 2, the message printed once, and MPI finalised rather than aborted (MPICH's launcher may
+# drop what a rank printed before an abort).
 function(refused_under_ranks reason)
   execute_process(COMMAND "${MPIEXEC}" -n 2 ${FLAGS} "${CLI}" ${ARGN}
                   WORKING_DIRECTORY "${WORK}" RESULT_VARIABLE rc ERROR_VARIABLE err OUTPUT_QUIET)
@@ -94,6 +95,9 @@ refused_under_ranks("arranges 3 ranks; the run has 2" run allen-cahn --n 48 --st
 refused_under_ranks("1-D grid is cut along its one axis only" run burgers --n 301 --steps 3 --ranks-grid 1x2 --input b0.bin --grad-out x.bin)
 # Rank 0 writes the files, and finds out before the ranks start that it cannot.
 refused_under_ranks("cannot open output file" run allen-cahn --n 48 --steps 3 --input u0.bin --grad-out /nonexistent/g.bin)
+# A write that fails after the run (a full disk) meets the other ranks as one before the run does.
+refused_under_ranks("writing output file '/dev/full' failed" run allen-cahn --n 48 --steps 3 --input u0.bin --grad-out /dev/full)
+refused_under_ranks("writing output file '/dev/full' failed" plan allen-cahn --n 48 --steps 3 --json /dev/full)
 
 # Ranks that fail apart before they start together (one launch, each rank its own arguments): every
 # rank exits 2, MPI finalised, and only the lowest failed rank's message is printed, once.

@@ -71,6 +71,12 @@ pipeline_plan plan_pipeline(device_limits const& limits, pipeline_request const&
                    "pipeline stages must be between 2 and " + std::to_string(max_pipeline_stages) + ", got " +
                      std::to_string(request.stages));
   TAPEFLOW_EXPECTS(request.block_threads >= 0, "block threads must not be negative");
+  TAPEFLOW_EXPECTS(request.staging == cpu_staging::in_place || request.staging == cpu_staging::ring,
+                   "CPU staging is in_place or ring, not cpu_staging(" +
+                     std::to_string(static_cast<int>(request.staging)) + ")");
+  TAPEFLOW_EXPECTS(limits.kind == backend::cpu || limits.kind == backend::cuda || limits.kind == backend::hip,
+                   "the device's backend is cpu, cuda or hip, not backend(" +
+                     std::to_string(static_cast<int>(limits.kind)) + ")");
   bool const gpu = limits.kind != backend::cpu;
   TAPEFLOW_EXPECTS(request.halo_records <= request.records,
                    "a halo of " + std::to_string(request.halo_records) + " records is larger than the layer's " +

@@ -308,6 +308,10 @@ tier_plan plan_tiers(tier_request const& r)
 {
   TAPEFLOW_NVTX_RANGE("tapeflow::plan_tiers");
   TAPEFLOW_EXPECTS(!r.layers.empty(), "the planner needs at least one layer");
+  TAPEFLOW_EXPECTS(r.policy == tape_policy::automatic || r.policy == tape_policy::store ||
+                     r.policy == tape_policy::offload || r.policy == tape_policy::recompute ||
+                     r.policy == tape_policy::mixed,
+                   "unknown tape policy " + std::to_string(static_cast<int>(r.policy)));
   TAPEFLOW_EXPECTS(r.state_bytes <= max_plan_bytes, "a chain's state of " + std::to_string(r.state_bytes) +
                                                       " bytes is past what the planners take (2^56)");
   summary const s = summarise(r.layers);

@@ -164,6 +164,21 @@ TEST(Planner, BadSizesAreErrors)
   EXPECT_THROW(static_cast<void>(plan_pipeline(d, {16, 0})), logic_error);
 }
 
+TEST(Planner, ValuesOutsideAnEnumAreErrors)
+{
+  // A cast integer is not read as the nearest option (a staging past ring ran in place).
+  device_limits cpu = hopper();
+  cpu.kind = backend::cpu;
+  pipeline_request r{16, 100};
+  r.staging = static_cast<cpu_staging>(2);
+  EXPECT_THROW(static_cast<void>(plan_pipeline(cpu, r)), logic_error);
+  r.staging = cpu_staging::ring;
+  EXPECT_EQ(plan_pipeline(cpu, r).staging, cpu_staging::ring);
+  device_limits odd = hopper();
+  odd.kind = static_cast<backend>(3);
+  EXPECT_THROW(static_cast<void>(plan_pipeline(odd, {16, 100})), logic_error);
+}
+
 TEST(Planner, PlainPipelineHasTwoStagesAndRegisterSizedTiles)
 {
   device_limits const d = no_async();

@@ -72,6 +72,13 @@ TEST(TierPlanner, CostsThatAreNotNumbersAndStatesPastItsSizesAreRefused)
   }
 }
 
+TEST(TierPlanner, APolicyOutsideTheEnumIsRefused)
+{
+  // Not planned as auto, which the switch over the policies would fall through to.
+  EXPECT_THROW(static_cast<void>(plan_tiers(chain_request(static_cast<tape_policy>(5), 5, 0))), logic_error);
+  EXPECT_EQ(plan_tiers(chain_request(tape_policy::offload, 5, 0)).policy, tape_policy::offload);
+}
+
 TEST(TierPlanner, OffloadUsesARingThatFitsTheBudget)
 {
   tier_request r = chain_request(tape_policy::offload, 10, 9 * MiB);

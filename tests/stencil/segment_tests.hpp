@@ -116,6 +116,28 @@ TEST(StencilSegments, AGridOfTwoToTheThirtyTwoTilesIsRefused)
   EXPECT_EQ(st::plan_segments<burgers_1d<float>>(line, 2, limits, r).tiles, std::size_t{1} << 31);
 }
 
+TEST(StencilSegments, GridsPastTwoToTheSixtyTwoCellsAndUnknownEdgesAreRefused)
+{
+  if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }
+  device_limits const limits = query_device_limits(target);
+  // 2^32 x 2^32 x 2 cells wrap to 0 (read as "no cells"), 2^33 x (2^31 + 1) to 2^33 (refused for
+  // the tiles it would take): both are named as the grid they are.
+  for (st::grid<float> const wide : {st::grid<float>{std::size_t{1} << 32, std::size_t{1} << 32, 2},
+                                     st::grid<float>{std::size_t{1} << 33, (std::size_t{1} << 31) + 1, 1}}) {
+    try {
+      static_cast<void>(st::plan_segments<gray_scott_3d<float>>(wide, 2, limits));
+      ADD_FAILURE() << wide.nx << " x " << wide.ny << " x " << wide.nz << " was planned";
+    } catch (logic_error const& e) {
+      EXPECT_NE(std::string{e.what()}.find("cells is past 2^62"), std::string::npos) << e.what();
+    }
+  }
+  st::grid<float> g{16, 16};
+  g.edge = static_cast<st::boundary>(2);  // not read as fixed
+  EXPECT_THROW(static_cast<void>(st::plan_segments<allen_cahn_2d<float>>(g, 2, limits)), logic_error);
+  g.edge = st::boundary::fixed;
+  EXPECT_EQ(st::plan_segments<allen_cahn_2d<float>>(g, 2, limits).steps, 2u);
+}
+
 TEST(StencilSegments, ATilePastFortyEightKiBOptsInAndGivesTheSameBits)
 {
   if constexpr (on_gpu) { TAPEFLOW_REQUIRE_DEVICE(target); }

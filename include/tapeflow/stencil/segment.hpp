@@ -188,7 +188,13 @@ template <class S>
   static_assert(check_stencil<S>::ok);
   using T = typename S::value_type;
   constexpr int dims = S::dims;
-  TAPEFLOW_EXPECTS(g.cells() > 0, "a stencil's grid needs at least one cell");
+  TAPEFLOW_EXPECTS(g.nx > 0 && g.ny > 0 && g.nz > 0, "a stencil's grid needs at least one cell");
+  TAPEFLOW_EXPECTS(g.ny <= (std::size_t{1} << 62) / g.nx && g.nz <= (std::size_t{1} << 62) / (g.nx * g.ny),
+                   "a stencil's grid of " + std::to_string(g.nx) + " x " + std::to_string(g.ny) + " x " +
+                     std::to_string(g.nz) + " cells is past 2^62");
+  TAPEFLOW_EXPECTS(g.edge == boundary::periodic || g.edge == boundary::fixed,
+                   "a stencil grid's edge is periodic or fixed, not boundary(" +
+                     std::to_string(static_cast<int>(g.edge)) + ")");
   TAPEFLOW_EXPECTS(steps > 0, "a stencil gradient needs at least one time step");
   TAPEFLOW_EXPECTS(steps <= (std::size_t{1} << 62), "a stencil gradient of " + std::to_string(steps) +
                                                       " time steps is past 2^62");  // segment counts stay exact

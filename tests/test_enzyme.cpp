@@ -54,6 +54,33 @@ TEST(EnzymeSlots, ASlotsPaddingIsZeroedAndItsTapeAndItsNeighboursAreLeftAlone)
   }
 }
 
+TEST(EnzymeCache, AnOverflowedBlockOfSlotZeroIsNotReadAsARegionsBlock)
+{
+  // Slot 0's region starts at the layer's base, which is also the overflow sink. Reallocating the
+  // sink must overflow again, not read (and write) a header 16 bytes before the layer.
+  alignas(16) unsigned char memory[16 + 4 * 64] = {};
+  unsigned char* const base = memory + 16;
+  std::size_t const before_the_layer = 64;  // a header that would grow the sink in place
+  std::memcpy(memory, &before_the_layer, sizeof before_the_layer);
+  enzyme::cache_status status{};
+  enzyme::cache_view const layer{base, 64, 4, &status};
+  enzyme::cache_cursor slot0 = layer.cursor(0);
+  void* const sink = slot0.allocate(72);  // 16 + 80 bytes: past the 64-byte region
+  EXPECT_EQ(sink, base);
+  EXPECT_EQ(slot0.reallocate(sink, 32), base);
+  EXPECT_EQ(status.overflows, 2u);
+  std::size_t header = 0;
+  std::memcpy(&header, memory, sizeof header);
+  EXPECT_EQ(header, before_the_layer);
+  // A block of the region itself still grows in place.
+  enzyme::cache_cursor slot1 = layer.cursor(1);
+  void* const block = slot1.allocate(8);
+  EXPECT_EQ(block, base + 64 + 16);
+  EXPECT_EQ(slot1.reallocate(block, 40), block);
+  EXPECT_EQ(slot1.used(), 64u);
+  EXPECT_EQ(status.overflows, 2u);
+}
+
 TEST(EnzymeSlots, SizesRoundToWholeChunksAndTilesHoldWholeSlots)
 {
   EXPECT_EQ(enzyme::slot_bytes(1), 16u);

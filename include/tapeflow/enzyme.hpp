@@ -71,8 +71,10 @@ class cache_pool {
   /// Layer `layer`'s regions, for a kernel (or the CPU backend's loop).
   [[nodiscard]] cache_view view(std::size_t layer) noexcept;
   /// Waits for `s`, reads the status and throws budget_error when any slot's caches overflowed its
-  /// region (naming the bytes a region needs at least) or logic_error when a request was larger
-  /// than a whole layer; then zeroes the status.
+  /// region (naming the bytes a region needs at least); then zeroes the status. A single request
+  /// larger than a whole layer's pool never gets here: it cannot be served, and the kernel traps
+  /// (on a GPU the context is lost, and this call throws platform_error) or, on the CPU backend,
+  /// the process aborts with a message (Enzyme's code calls the allocator; nothing can unwind it).
   void check(stream_view s = {});
   /// Zeroes the status (on `s`).
   void reset(stream_view s = {});

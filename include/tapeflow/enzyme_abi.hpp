@@ -194,7 +194,10 @@ TAPEFLOW_ENZYME_INLINE TAPEFLOW_HOST_DEVICE Return reverse(Fn* fn, void const* s
 #if defined(__CUDA_ARCH__)
 // The device side of the cache hooks: each thread finds its cursor through a per-block table in
 // shared memory (8 KiB, only in kernels that run an augmented forward), indexed by its thread
-// index in the block.
+// index in the block. Shared memory starts undefined, so the table's null check (a hook called
+// outside augmented_forward) holds only after the thread's first augmented_forward has left its
+// entry null; tapeflow's pass calls the hooks only where Enzyme's augmented forward allocates,
+// inside augmented_forward.
 namespace tapeflow::enzyme::detail {
 static __shared__ cache_cursor* cache_cursors[1024];
 __device__ inline cache_cursor*& current_cache() noexcept

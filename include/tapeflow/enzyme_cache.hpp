@@ -11,7 +11,8 @@
 // the last block in place, free does nothing (the region is rewound by the next augmented forward
 // of its slot). A region that runs out raises the pool's overflow status with the bytes the slot
 // needed, and the allocation is served from the layer's whole pool so that the kernel finishes
-// without faulting; the host then throws (cache_pool::check) and the layer's results are void.
+// without faulting; the host then throws (cache_pool::check) and the layer's results are void. A
+// request larger than the whole pool traps (device) or aborts the process (host).
 #pragma once
 
 #include <tapeflow/config.hpp>
@@ -34,7 +35,6 @@ struct cache_status {
   unsigned long long overflows;    ///< allocations that did not fit their slot's region
   unsigned long long needed;       ///< the most bytes one slot's region would have needed (a lower bound)
   unsigned long long largest;      ///< the largest single request that overflowed
-  unsigned long long unsatisfied;  ///< overflowing requests larger than the whole layer (the kernel trapped)
 };
 
 namespace detail {
@@ -134,9 +134,11 @@ class cache_cursor {
   }
 
  private:
+  /// Whether `p` is a block of this region: past its first header. The overflow sink is the
+  /// layer's base, which is slot 0's region's first byte, and no block starts there.
   [[nodiscard]] TAPEFLOW_HOST_DEVICE bool owns(unsigned char const* p) const noexcept
   {
-    return p >= begin_ && p < end_;
+    return p >= begin_ + cache_header_bytes && p < end_;
   }
 
   TAPEFLOW_HOST_DEVICE void* overflow(std::size_t bytes, std::size_t need) noexcept
@@ -146,10 +148,7 @@ class cache_cursor {
     detail::atomic_max(&status_->needed, static_cast<unsigned long long>(wanted_));
     detail::atomic_max(&status_->largest, static_cast<unsigned long long>(bytes));
     next_ = end_;  // later requests of this call overflow too and add to wanted_
-    if (bytes > sink_bytes_) {
-      detail::atomic_add(&status_->unsatisfied, 1);
-      detail::cache_exhausted();
-    }
+    if (bytes > sink_bytes_) { detail::cache_exhausted(); }  // nothing can serve it
     return sink_;
   }
 

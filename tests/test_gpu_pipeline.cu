@@ -154,13 +154,13 @@ TEST(SM80_TilePipelineLaunch, BulkCopiesOfOlderCodeAreRefusedBeforeTheLaunch)
   auto const kernel_for = [](auto stages) { return stage_kernel<decltype(stages)::value>; };
   emu::settings const previous = emu::current_settings();
   emu::settings sm80 = previous;
-  sm80.kernel_binary_version = 80;
+  sm80.kernel_virtual_arch = 80;  // a binary built for sm_80 only: compute_80 code compiled for sm_90
   emu::configure(sm80);
   try {
     run();
     ADD_FAILURE() << "a bulk-copy kernel of sm_80 code was launched";
   } catch (logic_error const& e) {
-    EXPECT_NE(std::string{e.what()}.find("loaded as sm_80 code"), std::string::npos) << e.what();
+    EXPECT_NE(std::string{e.what()}.find("compiled as compute_80 code"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(device::bulk_copy_runs(kernel_for));
   emu::configure(previous);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Execution control: what the device reports about kernels (as the settings binary= and
+// Execution control: what the device reports about kernels (as the settings virtual_arch= and
 // kernel_threads= ask), their names, and the emulator's launches of kernels and host work, queued
 // on a stream and checked like a CUDA launch.
 #include "state.hpp"
@@ -17,8 +17,8 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, void const* fu
   if (attributes == nullptr || function == nullptr) { return cudaErrorInvalidValue; }
   std::lock_guard<std::recursive_mutex> lock(dev().mutex);
   tapeflow::emu::settings const& config = dev().config;
-  attributes->binaryVersion = config.kernel_binary_version;
-  attributes->ptxVersion = config.kernel_binary_version;
+  attributes->binaryVersion = 90;  // the device's: code of an older virtual architecture is compiled for it
+  attributes->ptxVersion = config.kernel_virtual_arch;
   attributes->maxThreadsPerBlock =
     config.kernel_max_threads > 0 ? std::min(config.kernel_max_threads, max_threads_per_block) : max_threads_per_block;
   attributes->numRegs = config.kernel_registers;

@@ -68,8 +68,8 @@ settings parse_environment()
       s.memory_bytes = number();
     } else if (key == "stack") {
       s.stack_bytes = number();
-    } else if (key == "binary") {
-      s.kernel_binary_version = static_cast<int>(number());
+    } else if (key == "virtual_arch") {
+      s.kernel_virtual_arch = static_cast<int>(number());
     } else if (key == "kernel_threads") {
       s.kernel_max_threads = static_cast<int>(number());
     } else if (key == "kernel_registers") {
@@ -77,7 +77,7 @@ settings parse_environment()
     } else {
       std::fprintf(stderr,
                    "tapeflow emulator: TAPEFLOW_EMULATOR: unknown setting '%s' (schedule=sequential|random, seed=N, "
-                   "threads=N, streams=lazy|eager, memory=BYTES, stack=BYTES, binary=SM, kernel_threads=N, kernel_registers=N)\n",
+                   "threads=N, streams=lazy|eager, memory=BYTES, stack=BYTES, virtual_arch=SM, kernel_threads=N, kernel_registers=N)\n",
                    item.c_str());
       std::exit(2);
     }

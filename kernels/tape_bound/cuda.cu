@@ -12,7 +12,8 @@ namespace tapeflow::workloads::tape_bound::detail {
 bool bulk_kernels_runnable()
 {
   // The device may be sm_90+ while this binary holds only older code (an sm_80-only build run on
-  // Hopper), whose bulk kernels would trap: ask which code the driver loaded.
+  // Hopper: compute_80 PTX compiled for sm_90), whose bulk kernels are traps: ask which virtual
+  // architecture the loaded code was compiled for.
   return device::bulk_copy_runs([](auto stages) { return reverse_staged<decltype(stages)::value>; });
 }
 

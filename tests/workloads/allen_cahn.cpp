@@ -337,13 +337,13 @@ TEST_F(AllenCahn, BulkCopyPipelineGivesTheCpuGradient)
 }
 
 #if defined(TAPEFLOW_EMULATED)
-/// Makes the emulated device report other code for every kernel while in scope: an older
-/// architecture (a binary built for sm_80 only, on this sm_90 device) or a lower thread limit (a
-/// kernel that needs many registers).
-testing::emulated_settings emulated_kernels(int binary_version, int max_threads)
+/// Makes the emulated device report other code for every kernel while in scope: an older virtual
+/// architecture (a binary built for sm_80 only: its compute_80 PTX compiled for this sm_90 device)
+/// or a lower thread limit (a kernel that needs many registers).
+testing::emulated_settings emulated_kernels(int virtual_arch, int max_threads)
 {
   return testing::emulated_settings([&](emu::settings& s) {
-    s.kernel_binary_version = binary_version;
+    s.kernel_virtual_arch = virtual_arch;
     s.kernel_max_threads = max_threads;
   });
 }
@@ -386,8 +386,8 @@ TEST_F(AllenCahn, ABlockLargerThanTheKernelAllowsIsATypedErrorNamingTheLimit)
 }
 
 #if defined(TAPEFLOW_EMULATED)
-// A binary built for sm_80 only runs sm_80 code on an sm_90 device, where the bulk pipeline would
-// trap: the chain asks the step whether its reverse kernel's loaded code runs it, and grants
+// A binary built for sm_80 only runs compute_80 code on an sm_90 device, where the bulk pipeline
+// is a trap: the chain asks the step whether its reverse kernel's loaded code runs it, and grants
 // cp.async instead. (tape_bound's variant list does the same; test_gpu_pipeline checks that a
 // bulk launch of older code is refused.)
 TEST_F(AllenCahn, BulkCopyIsNotGrantedWhereTheKernelIsOlderCode)

@@ -38,12 +38,15 @@ dim3 launch_extent(I count)
 
 /// What the code loaded for one kernel on the current device allows (cudaFuncGetAttributes): its
 /// own thread limit, lower than the device's where the kernel needs many registers, and the
-/// architecture of the code the driver picked, lower than the device's in a binary built for older
-/// GPUs only (an sm_80-only build on an H100 runs sm_80 code).
+/// virtual architecture its code was compiled for, which decides the code paths it holds. A binary
+/// built for sm_80 only runs on an H100 as compute_80 PTX the driver compiles for sm_90: its real
+/// architecture (binaryVersion) is 90, its virtual architecture (ptxVersion, the __CUDA_ARCH__ it
+/// was compiled with) 80, and sm_90-only paths in it are whatever `#if __CUDA_ARCH__` left there.
 struct kernel_facts {
   std::string name;             ///< demangled where the platform names kernels, else the address
   int max_threads_per_block{0};
-  int binary_version{0};        ///< major*10+minor of the loaded code (90: sm_90)
+  int virtual_arch{0};          ///< major*10+minor of the code's virtual architecture (ptxVersion; 90: compute_90)
+  int real_arch{0};             ///< major*10+minor of the machine code the driver loaded (binaryVersion)
 };
 
 namespace detail {
@@ -74,23 +77,23 @@ inline std::string kernel_name(void const* kernel)
   return raw;
 }
 
-/// The least code architecture (binary_version) a launch on this thread needs: with_tile_pipeline
-/// raises it to 90 around the launch of a bulk-copy kernel, so that one loaded as older code is a
-/// typed error at launch rather than a trap inside it.
-inline int& required_binary_version() noexcept
+/// The least virtual architecture (kernel_facts::virtual_arch) a launch on this thread needs:
+/// with_tile_pipeline raises it to 90 around the launch of a bulk-copy kernel, so that one compiled
+/// as older code is a typed error at launch rather than a trap inside it.
+inline int& required_virtual_arch() noexcept
 {
   thread_local int version = 0;
   return version;
 }
 
-struct require_binary_version {
-  explicit require_binary_version(int version) noexcept : previous_(required_binary_version())
+struct require_virtual_arch {
+  explicit require_virtual_arch(int arch) noexcept : previous_(required_virtual_arch())
   {
-    required_binary_version() = version;
+    required_virtual_arch() = arch;
   }
-  ~require_binary_version() { required_binary_version() = previous_; }
-  require_binary_version(require_binary_version const&) = delete;
-  require_binary_version& operator=(require_binary_version const&) = delete;
+  ~require_virtual_arch() { required_virtual_arch() = previous_; }
+  require_virtual_arch(require_virtual_arch const&) = delete;
+  require_virtual_arch& operator=(require_virtual_arch const&) = delete;
 
  private:
   int previous_;
@@ -111,7 +114,8 @@ inline kernel_facts const& facts_of(void const* kernel)
     cudaFuncAttributes attributes{};
     TAPEFLOW_CUDA_TRY(cudaFuncGetAttributes(&attributes, kernel));
     entry = std::make_unique<kernel_facts const>(
-      kernel_facts{detail::kernel_name(kernel), attributes.maxThreadsPerBlock, attributes.binaryVersion});
+      kernel_facts{detail::kernel_name(kernel), attributes.maxThreadsPerBlock, attributes.ptxVersion,
+                   attributes.binaryVersion});
   }
   return *entry;
 }
@@ -202,10 +206,10 @@ void launch(void (*kernel)(Params...), Grid grid, Block block, std::size_t smem_
                    facts.name + " runs at most " + std::to_string(facts.max_threads_per_block) +
                      " threads per block on this device (its registers); the launch asked for " +
                      std::to_string(threads) + ": plan fewer block threads");
-  TAPEFLOW_EXPECTS(facts.binary_version >= detail::required_binary_version(),
-                   facts.name + " was loaded as sm_" + std::to_string(facts.binary_version) +
-                     " code, and the bulk-copy pipeline needs sm_" +
-                     std::to_string(detail::required_binary_version()) +
+  TAPEFLOW_EXPECTS(facts.virtual_arch >= detail::required_virtual_arch(),
+                   facts.name + " was compiled as compute_" + std::to_string(facts.virtual_arch) +
+                     " code, and the bulk-copy pipeline needs compute_" +
+                     std::to_string(detail::required_virtual_arch()) +
                      " code: build for that architecture, or plan without bulk_copy");
   opt_in_shared(reinterpret_cast<void const*>(kernel), smem_bytes);
   detail::launch_kernel(kernel, g, b, smem_bytes, to_native(stream), std::forward<Args>(args)...);
@@ -250,7 +254,7 @@ void with_tile_pipeline(pipeline_plan const& plan, F&& f)
     }
   };
   if (plan.bulk_copy) {
-    detail::require_binary_version const sm90(90);
+    detail::require_virtual_arch const sm90(90);
     dispatch(std::integral_constant<int, -1>{});
   } else {
     dispatch(std::integral_constant<int, 1>{});
@@ -259,8 +263,9 @@ void with_tile_pipeline(pipeline_plan const& plan, F&& f)
 }
 
 /// Whether the bulk-copy pipeline can run a reverse kernel here: the code the driver loaded for
-/// it is sm_90 or newer (so the device has the bulk-copy engine). A binary built for sm_80 only
-/// runs sm_80 code on an H100, where the bulk pipeline would trap. `kernel_for(integral_constant<
+/// it was compiled for compute_90 or newer (so it holds the bulk pipeline, and the device, which
+/// runs it, has the bulk-copy engine). A binary built for sm_80 only runs on an H100 as compute_80
+/// code, whose bulk pipeline is a trap. `kernel_for(integral_constant<
 /// int, S>)` returns the reverse kernel for stage count S (tile_pipeline<R, S>); it is asked for a
 /// bulk instantiation only where the bulk pipeline is compiled. A Step's bulk_copy_runs()
 /// (tapeflow/step.hpp) returns this, and the chain then grants bulk_copy only where it holds.
@@ -268,7 +273,7 @@ template <class KernelFor>
 [[nodiscard]] bool bulk_copy_runs(KernelFor&& kernel_for)
 {
 #if defined(TAPEFLOW_HAS_BULK_PIPELINE)
-  return facts_of(kernel_for(std::integral_constant<int, -2>{})).binary_version >= 90;
+  return facts_of(kernel_for(std::integral_constant<int, -2>{})).virtual_arch >= 90;
 #else
   static_cast<void>(kernel_for);
   return false;

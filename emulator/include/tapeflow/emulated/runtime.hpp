@@ -240,11 +240,12 @@ struct settings {
   std::size_t memory_bytes{std::size_t{4} << 30};  ///< the device's memory
   std::size_t stack_bytes{0};      ///< per fiber (0: 64 KiB, 512 KiB under AddressSanitizer)
   /// What cudaFuncGetAttributes reports for every kernel, to play binaries and kernels the device
-  /// cannot take as they are: the architecture of the loaded code (80: a binary built for sm_80
-  /// only, run on this sm_90 device), and the kernel's own thread limit (0: the device's 1024;
+  /// cannot take as they are: the virtual architecture the loaded code was compiled for (ptxVersion;
+  /// 80: a binary built for sm_80 only, whose compute_80 PTX the driver compiles for this sm_90
+  /// device, so binaryVersion stays 90), and the kernel's own thread limit (0: the device's 1024;
   /// lower: a kernel that needs many registers), and the registers a thread of every kernel holds
   /// (0: registers bound no launch; cudaOccupancyMaxActiveBlocksPerMultiprocessor counts them).
-  int kernel_binary_version{90};
+  int kernel_virtual_arch{90};
   int kernel_max_threads{0};
   int kernel_registers{0};
 };

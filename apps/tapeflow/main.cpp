@@ -78,9 +78,8 @@ int command_info()
     std::printf("         %d %s, %s staging per block, %s memory", d.multiprocessors,
                 d.kind == backend::cpu ? "threads" : "multiprocessors", human_bytes(d.shared_mem_per_block).c_str(),
                 human_bytes(d.global_mem_bytes).c_str());
-    if (d.kind != backend::cpu) {
-      std::printf(", sm_%d, %s", d.compute_capability, d.async_copy ? "async copy" : "no async copy");
-    }
+    if (d.kind == backend::cuda) { std::printf(", sm_%d", d.compute_capability); }
+    if (d.kind != backend::cpu) { std::printf(", %s", d.async_copy ? "async copy" : "no async copy"); }
     std::printf("\n");
   }
   return 0;

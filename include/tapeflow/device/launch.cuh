@@ -47,6 +47,7 @@ struct kernel_facts {
   int max_threads_per_block{0};
   int virtual_arch{0};          ///< major*10+minor of the code's virtual architecture (ptxVersion; 90: compute_90)
   int real_arch{0};             ///< major*10+minor of the machine code the driver loaded (binaryVersion)
+  std::size_t static_shared_bytes{0};  ///< its __shared__ variables (sharedSizeBytes), beside the dynamic bytes
 };
 
 namespace detail {
@@ -115,7 +116,7 @@ inline kernel_facts const& facts_of(void const* kernel)
     TAPEFLOW_CUDA_TRY(cudaFuncGetAttributes(&attributes, kernel));
     entry = std::make_unique<kernel_facts const>(
       kernel_facts{detail::kernel_name(kernel), attributes.maxThreadsPerBlock, attributes.ptxVersion,
-                   attributes.binaryVersion});
+                   attributes.binaryVersion, attributes.sharedSizeBytes});
   }
   return *entry;
 }
@@ -126,16 +127,18 @@ kernel_facts const& facts_of(void (*kernel)(Params...))
   return facts_of(reinterpret_cast<void const*>(kernel));
 }
 
-/// Dynamic shared memory any kernel may launch with before it opts in to more (CUDA's 48 KiB).
+/// Shared memory, static and dynamic together, any kernel may launch with before it opts in to
+/// more (CUDA's 48 KiB).
 inline constexpr std::size_t shared_without_opt_in = 48 * 1024;
 
-/// Lets `kernel` launch with `bytes` of dynamic shared memory: past shared_without_opt_in its
-/// limit is raised (cudaFuncAttributeMaxDynamicSharedMemorySize), once per kernel, device and
-/// size reached. Throws platform_error past the device's opt-in limit
-/// (device_limits::shared_mem_per_block_optin).
+/// Lets `kernel` launch with `bytes` of dynamic shared memory: where they and the kernel's static
+/// shared memory pass shared_without_opt_in, its dynamic limit is raised
+/// (cudaFuncAttributeMaxDynamicSharedMemorySize, whose default is 48 KiB less the static bytes),
+/// once per kernel, device and size reached. Throws platform_error past the device's opt-in limit
+/// (device_limits::shared_mem_per_block_optin, which holds both).
 inline void opt_in_shared(void const* kernel, std::size_t bytes)
 {
-  if (bytes <= shared_without_opt_in) { return; }
+  if (bytes + facts_of(kernel).static_shared_bytes <= shared_without_opt_in) { return; }
   static std::mutex mutex;
   static std::map<std::pair<void const*, std::uint64_t>, std::size_t> raised;
   std::lock_guard<std::mutex> lock(mutex);

@@ -97,12 +97,13 @@ device_limits read_limits(int ordinal)
   limits.max_threads_per_multiprocessor = attribute(cudaDevAttrMaxThreadsPerMultiProcessor);
   limits.warp_size = attribute(cudaDevAttrWarpSize);
   limits.global_mem_bytes = props.totalGlobalMem;
-  limits.compute_capability =
-    attribute(cudaDevAttrComputeCapabilityMajor) * 10 + attribute(cudaDevAttrComputeCapabilityMinor);
 #if defined(TAPEFLOW_PLATFORM_HIP)
+  limits.compute_capability = 0;  // HIP's major and minor are the AMD architecture's (9.0: gfx90a)
   limits.async_copy = false;  // no hardware async copy: register double-buffering
   limits.bulk_copy = false;
 #else
+  limits.compute_capability =
+    attribute(cudaDevAttrComputeCapabilityMajor) * 10 + attribute(cudaDevAttrComputeCapabilityMinor);
   limits.async_copy = limits.compute_capability >= 80;
   limits.bulk_copy = limits.compute_capability >= 90;
 #endif

@@ -25,13 +25,16 @@
 #   hip       the HIP source path built for HIP's NVIDIA platform (HIP_BUILD_DIR, build/hip-nvidia):
 #             its GPU tests, then memcheck over them
 #   cli       the README's main job on the GPU, its gradient compared with the CPU backend's; the
-#             packed LSTM on the GPU against torch.nn.LSTM (tests/torch/lstm_packed.py)
+#             packed LSTM on the GPU against torch.nn.LSTM (tests/torch/lstm_packed.py); where an
+#             sm_80-only CLI was carried (SM80_CLI, build/cli-sm80/tapeflow), --bulk-copy through it
+#             must plan cp.async (its compute_80 code has no bulk pipeline) and match the CPU
 #   profile   Nsight Compute counters and stall reasons of the kernels behind missed targets
 #   quick     bench/run.sh --quick: the whole benchmark pipeline (driver, peers, render) at tiny sizes
 #   bench     tapeflow_bench at the brief's sizes into bench/results/<date>-<device>.json
 #   peers     the PyTorch / JAX peers at full size, appended to that file; renders docs/results.*
 #
-# Environment: BUILD_DIR (build/gpu-sm90), LOG_DIR (gpu-check), COMMIT (the tree's commit where it
+# Environment: BUILD_DIR (build/gpu-sm90), SM80_CLI (build/cli-sm80/tapeflow), LOG_DIR (gpu-check),
+# COMMIT (the tree's commit where it
 # has no .git), SANITIZE_TIMEOUT (s per tool, 420), BENCH_TIMEOUT (s, 330), PEER_TIMEOUT (s per
 # peer script, 150), BENCH_ARGS (extra tapeflow_bench options), PEER_ARGS (extra run.py options),
 # RACE_FILTER, HOST_FILTER, HOST_RACE_FILTER (gtest filters of the GPU and the host test binaries).
@@ -240,6 +243,20 @@ cli_job() {  # work folder. Every command's failure fails the stage: `set -e` ha
     "$tapeflow" run allen-cahn --n 512 --steps 100 --input "$work/u0.bin" --grad-out "$work/$policy.bin" \
       --policy "$policy" --budget 25M || return 1
   done
+  # A binary of sm_80 code only runs on this GPU as compute_80 PTX the driver compiles for it
+  # (binaryVersion 90, ptxVersion 80): asked for bulk copies, it must plan cp.async, not trap.
+  local sm80=${SM80_CLI:-build/cli-sm80/tapeflow}
+  if [ -x "$sm80" ]; then
+    "$sm80" run allen-cahn --n 512 --steps 100 --input "$work/u0.bin" --grad-out "$work/sm80.bin" \
+      --bulk-copy >"$work/sm80.log" || { cat "$work/sm80.log"; return 1; }
+    grep -E 'each layer:' "$work/sm80.log"
+    if grep -q 'bulk-copy pipeline' "$work/sm80.log" || ! grep -q 'cp.async pipeline' "$work/sm80.log"; then
+      echo "sm_80 binary with --bulk-copy: not planned as cp.async"; return 1
+    fi
+    echo "sm_80 binary with --bulk-copy: planned cp.async"
+  else
+    echo "no sm_80 CLI at $sm80 (tools/pack-gpu-build.sh builds one): its --bulk-copy check skipped"
+  fi
   python3 - "$work" <<'PY' || return 1
 import array, math, sys
 w = sys.argv[1]
@@ -257,6 +274,13 @@ for policy in ("offload", "recompute", "auto"):
     same = load(policy) == gpu
     print(f"{policy} --budget 25M: {'same bits as store' if same else 'DIFFERENT bits from store'}")
     assert same
+import os
+if os.path.exists(f"{w}/sm80.bin"):  # compute_80 code, compiled apart: the CPU's gradient, not the bits
+    sm80 = load("sm80")
+    err = math.sqrt(sum((float(x) - float(y)) ** 2 for x, y in zip(sm80, cpu)) / sum(float(y) ** 2 for y in cpu))
+    print(f"sm_80 binary vs CPU backend gradient: relative error {err:.3e}"
+          f" ({'the same bits as' if sm80 == gpu else 'other bits than'} the sm_90 build's)")
+    assert len(sm80) == len(cpu) and err < 1e-4, err
 PY
   # The packed LSTM on the GPU against torch.nn.LSTM on a PackedSequence, in float64.
   python3 tests/torch/lstm_packed.py "$tapeflow" --backend cuda || return 1
@@ -267,7 +291,8 @@ stage_cli() {
   work=$(mktemp -d)
   cli_job "$work" >"$logs/cli.log" 2>&1 || rc=1
   rm -rf "$work"
-  grep -E '^tapeflow run|relative error|bits|^lstm_packed' "$logs/cli.log" | sed -n '1p;/error/p;/bits/p;/^lstm_packed/p' | tee -a "$summary"
+  grep -E '^tapeflow run|relative error|bits|^lstm_packed|sm_80' "$logs/cli.log" |
+    sed -n '1p;/error/p;/bits/p;/^lstm_packed/p;/sm_80/p' | tee -a "$summary"
   return $rc
 }
 

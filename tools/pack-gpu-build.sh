@@ -6,12 +6,15 @@
 #     PyPI's MPICH unpacked into .mpich/ (downloaded once; its bin/ and lib/ travel too), NCCL, and
 #     the Enzyme-generated cubins where Enzyme is installed (.ci/install-enzyme.sh);
 #   - from it the binaries, the CTest files and the cubins: no object files, no static libraries,
-#     no build system files, xz-compressed (about 26 MB with everything on).
+#     no build system files, xz-compressed (about 26 MB with everything on);
+#   - the CLI alone built for sm_80 only (build/cli-sm80/tapeflow): on an sm_90 GPU it runs as
+#     compute_80 code, which gpu-check.sh's cli stage asks for bulk copies.
 #
 #   tools/pack-gpu-build.sh [ARCHIVE]          default: build-carry/gpu.tar.xz
 #
 # Environment: BUILD_DIR (build/gpu-sm90), MPI (ON|OFF, ON), MPICH_VERSION (5.0.2), ENZYME
 # (auto|ON|OFF, auto: ON where .ci/install-enzyme.sh installed clang-15 and Enzyme's plugin),
+# SM80 (ON|OFF, ON: the sm_80-only CLI),
 # TAPEFLOW_ENZYME_ROOT (/opt/tapeflow-enzyme), PACK_ONLY=1 (pack an
 # existing build without configuring or building it).
 # On the GPU machine, in a checkout of the same commit:
@@ -48,6 +51,10 @@ if [ "${PACK_ONLY:-0}" != 1 ]; then
   echo "configuring $build: gpu-sm90 ${flags[*]}"
   cmake --preset gpu-sm90 -B "$build" "${flags[@]}" >/dev/null
   cmake --build "$build"
+  if [ "${SM80:-ON}" = ON ]; then
+    cmake --preset release -B build/cli-sm80 -DTAPEFLOW_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=80 >/dev/null
+    cmake --build build/cli-sm80 --target tapeflow_cli
+  fi
 fi
 
 [ -f "$build/CTestTestfile.cmake" ] || { echo "error: $build holds no CTest files: build it first" >&2; exit 2; }
@@ -57,5 +64,6 @@ trap 'rm -f "$list"' EXIT
 find "$build" -type f ! -name '*.o' ! -name '*.a' ! -name '*.bc' ! -name '*.ll' ! -name '*.d' ! -name '*.ptx' \
   ! -name '*.ninja' ! -name '.ninja*' ! -path '*/CMakeFiles/*' >"$list"
 if [ "$mpi" = ON ] && [ -d .mpich ]; then find .mpich/bin .mpich/lib -type f -o -type l >>"$list"; fi
+if [ "${SM80:-ON}" = ON ] && [ -x build/cli-sm80/tapeflow ]; then echo build/cli-sm80/tapeflow >>"$list"; fi
 tar -cf - -T "$list" | xz -T0 -6 >"$archive"
 echo "packed $(wc -l <"$list") files into $archive ($(du -h "$archive" | cut -f1))"

@@ -504,5 +504,34 @@ TEST(Policy, NamesRoundTrip)
   EXPECT_THROW(static_cast<void>(parse_policy("mixed")), logic_error);  // a result of auto, not a choice
 }
 
+TEST(Chain, ALayerSmallerThanItsStagingRingNeedsABudgetOfItsOwnBytesOnly)
+{
+  // A ring of 4 stages of 2-record tiles stages 128 bytes, but a 2-record (32-byte) layer's
+  // reverse stages only the layer (docs/tiers.md: one tile times the depth, or one layer if
+  // smaller): a budget of the three layers (96 bytes) holds the whole tape.
+  std::vector<double> const x0{0.1, -0.2, 0.3, 0.05};
+  chain_options o;
+  o.policy = tape_policy::store;
+  o.pipeline.tile_records = 2;
+  o.pipeline.stages = 4;
+  o.pipeline.staging = cpu_staging::ring;
+  o.budget_bytes = 3 * 2 * sizeof(toy_step::record_type);
+  chain<toy_step> c(toy_step{x0.size()}, 3, o);
+  chain<toy_step> reference(toy_step{x0.size()}, 3, chain_options{});
+  EXPECT_EQ(run(c, x0), run(reference, x0));
+  EXPECT_LE(c.stats().peak_tape_bytes, o.budget_bytes);
+}
+
+TEST(Chain, OneMeasuredStepScalesTheTapedForwardAndReverseWithTheLayer)
+{
+  // Layers of 10 and 20 records, one step measured at 20 records: the first runs at half its
+  // costs. Planned as store, the prediction is the taped forwards and reverses.
+  chain_options o;
+  o.policy = tape_policy::store;
+  o.step_costs = {step_cost{1.0, 2.0, 3.0, 20 * 16}};
+  chain_stats const s = plan_chain(16, std::vector<std::size_t>{10, 20}, 64, o);
+  EXPECT_DOUBLE_EQ(s.tiers.predicted_ms, 0.5 * (2.0 + 3.0) + 1.0 * (2.0 + 3.0));
+}
+
 }  // namespace
 }  // namespace tapeflow

@@ -254,5 +254,26 @@ TEST_F(HostTierOnTheCpu, StallsAreTimedWhenAsked)
   EXPECT_EQ(untimed.stall_ms(), 0.0);
 }
 
+TEST_P(HostTier, ALayerWrittenRightAfterAnotherGoesToTheNextSlot)
+{
+  // Slots are taken round the ring: a layer written while the one before it is still being copied
+  // out goes to the other slot, so its write need not wait for that copy.
+  host_tier h(kind_, layer, steps, 2, false);
+  h.begin(s());
+  void* previous = nullptr;
+  for (std::size_t t = 0; t < steps; ++t) {
+    void* slot = h.begin_write(t, layer, s());
+    EXPECT_NE(slot, previous) << "layer " << t;
+    previous = slot;
+    h.fill_slot(t, static_cast<unsigned char>(0x10 + t), s());
+    h.end_write(t, s());
+  }
+  for (std::size_t t = steps; t-- > 0;) {
+    static_cast<void>(h.begin_read(t, s()));
+    h.end_read(t, s());
+  }
+  h.end(s());
+}
+
 }  // namespace
 }  // namespace tapeflow

@@ -290,5 +290,15 @@ TEST(Backend, NamesRoundTripAndCpuIsAvailable)
   EXPECT_FALSE(list_devices().empty());
 }
 
+TEST(Planner, GpuGridLeavesTheKilobyteEachResidentBlockReserves)
+{
+  // CUDA reserves 1 KiB of shared memory per resident block: 228 KiB hold six blocks staging
+  // 32 KiB (4 stages of 8 KiB tiles) and 1 KiB each, not seven.
+  device_limits const d = hopper();
+  pipeline_plan const p = plan_pipeline(d, {16, std::size_t{1} << 22});
+  ASSERT_EQ(p.smem_bytes, 32u * 1024);
+  EXPECT_EQ(p.grid_blocks, 6 * d.multiprocessors);
+}
+
 }  // namespace
 }  // namespace tapeflow

@@ -611,5 +611,63 @@ TEST(MixedSchedule, LargeChainsPlanQuickly)
   schedule const s = planned(m);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Mutation-testing additions.
+
+TEST(MixedSchedule, TheLastEightModelsPlannedAreAllKept)
+{
+  // docs/tiers.md ("Plans are kept"): the last eight models. Eight models no other test plans,
+  // each planned once: the first of them is still found.
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_real_distribution<double> cost(0.5, 2.0);
+  std::vector<schedule_model> models(8);
+  for (schedule_model& m : models) {
+    for (std::size_t i = 0; i < 6; ++i) { m.steps.push_back({cost(rng), cost(rng), cost(rng), 1024}); }
+    m.state_bytes = 512;
+    m.device_bytes = 4096;
+    m.host_layers = false;
+    m.checkpoints[1] = false;
+    static_cast<void>(optimal_schedule(m));
+  }
+  schedule_cache_stats const before = schedule_cache_counts();
+  static_cast<void>(optimal_schedule(models.front()));
+  EXPECT_EQ(schedule_cache_counts().hits, before.hits + 1);
+  EXPECT_EQ(schedule_cache_counts().misses, before.misses);
+}
+
+TEST(MixedSchedule, MoreMemoryThanTheWholeTapeNeverCoarsensTheUnit)
+{
+  // A terabyte for 50 layers of 4 KiB: memory beyond every layer and checkpoint is never used, so
+  // the tables stay in the finest unit (4 KiB) and keep every layer.
+  schedule_model m;
+  m.steps.assign(50, step_cost{1.0, 1.2, 2.0, 4096});
+  m.state_bytes = 4096;
+  m.device_bytes = std::size_t{1} << 40;
+  m.host_bytes = std::size_t{1} << 40;
+  schedule const s = planned(m);
+  EXPECT_EQ(s.unit_bytes, 4096u);
+  for (layer_fate f : s.fate) { EXPECT_EQ(f, layer_fate::device); }
+  EXPECT_NEAR(s.predicted_ms, 50 * (1.2 + 2.0), 1e-9);
+}
+
+TEST(MixedSchedule, LongChainsKeepEveryLayerWhenTheBudgetsHoldThemExactly)
+{
+  // As LongChainsKeepEveryLayerWhenTheBudgetsHoldThemAll, with budgets that hold exactly the
+  // 3999 kept layers (the working layer is neither's): 1000 on the device, 2999 on the host.
+  schedule_model m;
+  m.steps.assign(4000, step_cost{1.0, 1.2, 2.0, 4096});
+  m.host_layer_ms.assign(4000, 0.0);
+  m.state_bytes = 4096;
+  m.device_bytes = 1000 * 4096;
+  m.host_bytes = 2999 * 4096;
+  m.write_ms[0] = m.read_ms[0] = 0.01;
+  m.write_ms[1] = m.read_ms[1] = 0.05;
+  schedule const s = planned(m);
+  std::size_t untaped = 0;
+  for (std::size_t r : s.recomputed) { untaped += r; }
+  EXPECT_EQ(untaped, 0u);
+  EXPECT_NEAR(s.predicted_ms, 4000 * (1.2 + 2.0), 1e-6);
+}
+
 }  // namespace
 }  // namespace tapeflow

@@ -162,5 +162,16 @@ TEST(Memory, BuffersAreAccountedAndReleased)
   EXPECT_THROW(device_buffer(backend::cpu, 0, {}), logic_error);
 }
 
+TEST(Tape, PeakBytesAreTheMostEverHeld)
+{
+  tape t(backend::cpu);
+  t.push<rec4>(10, 4).commit();
+  t.push<rec4>(11, 4).commit();
+  t.pop();
+  t.push<rec4>(1, 1).commit();  // fewer bytes than before the pop
+  EXPECT_EQ(t.bytes(), (10 + 1) * sizeof(rec4));
+  EXPECT_EQ(t.peak_bytes(), (10 + 11) * sizeof(rec4));
+}
+
 }  // namespace
 }  // namespace tapeflow

@@ -285,5 +285,26 @@ INSTANTIATE_TEST_SUITE_P(Sites, ThreadTapeFaults,
                                            fault::site::copy),
                          [](auto const& param_info) { return site_name(param_info.param); });
 
+TEST(ThreadTape, ABudgetHoldingEveryChunkTheCapAllowsNeedsNoRing)
+{
+  // max_steps 8 in chunks of 4: at most two chunks, and the budget holds two. Every chunk stays
+  // on the device: no ring, nothing copied to the host.
+  std::size_t const chunk = thread_tape_layout{40, 4}.chunk_records() * sizeof(toy_record);
+  thread_tape_options o;
+  o.chunk_steps = 4;
+  o.max_steps = 8;
+  o.device_budget_bytes = 2 * chunk;
+  {
+    thread_tape<toy_record> tape(40, o);
+    EXPECT_EQ(run_toy(tape, std::vector<std::uint32_t>(40, 8)), "");
+    thread_tape_stats const s = tape.stats();
+    EXPECT_EQ(s.chunks, 2u);
+    EXPECT_EQ(s.slot_limit, 0u) << s.describe();
+    EXPECT_EQ(s.chunks_to_host, 0u) << s.describe();
+    EXPECT_EQ(s.host_bytes, thread_tape_status_words * sizeof(std::uint32_t)) << s.describe();
+  }
+  expect_no_bytes_held();
+}
+
 }  // namespace
 }  // namespace tapeflow

@@ -461,5 +461,84 @@ TEST(AllenCahnTierFlow, RecomputeCountsAndTimesItsSteps)
   EXPECT_LT(testing::relative_error(r.gradient, expect), 1e-10);
 }
 
+// ---------------------------------------------------------------------------------------------
+// The cost model's terms and the choices that hinge on them (each test below failed on a mutant
+// of the planner that the tests before it let through).
+
+TEST(TierPlanner, AOneSlotRingHidesNoCopyBehindTheReverse)
+{
+  // 20 layers whose H2D copy takes 2 ms against 1 ms of reverse: with one slot (prefetch distance
+  // 0) a copy leads by no layer, so the reverse waits for each in full (docs/tiers.md: a copy
+  // hides only behind the compute of the layers it leads by); with two, each hides behind one
+  // layer's reverse and what is left is the copies' excess over the reverse.
+  tier_request r = chain_request(tape_policy::offload, 20, 4 * MiB);
+  r.bw.h2d_GBps = static_cast<double>(4 * MiB) / 2e6;  // 2 ms a layer
+  r.bw.d2h_GBps = 1000.0;
+  double const d2h = static_cast<double>(4 * MiB) / (1000.0 * 1e6);
+  tier_plan const one = plan_tiers(r);
+  ASSERT_EQ(one.ring_slots, 1u);
+  EXPECT_NEAR(one.overhead_ms, 20 * 2.0 + 20 * d2h, 1e-9);
+  r.budgets.device_bytes = 8 * MiB;
+  tier_plan const two = plan_tiers(r);
+  ASSERT_EQ(two.ring_slots, 2u);
+  EXPECT_NEAR(two.overhead_ms, 20 * 2.0 - 20 * 1.0, 1e-9);
+}
+
+TEST(TierPlanner, AutoOnATapeThatIsNoChainTakesTheHiddenHostSplitFillingTheBudget)
+{
+  // No state to checkpoint: auto picks the cheaper of the host split and greedy recomputation.
+  // Copies hide behind 1 ms steps, so the split costs nothing while recomputation costs a forward
+  // per evicted layer; the split keeps the last layers on the device beside its ring, as many as
+  // fill the budget exactly.
+  tier_request r = chain_request(tape_policy::automatic, 10, 20 * MiB);
+  r.state_bytes = 0;
+  tier_plan const p = plan_tiers(r);
+  expect_placed(p, r);
+  EXPECT_EQ(p.policy, tape_policy::offload) << p.describe();
+  EXPECT_EQ(p.count(tier::recompute), 0u);
+  EXPECT_NEAR(p.overhead_ms, 0.0, 1e-12);
+  EXPECT_EQ(p.device_bytes, 20 * MiB) << p.describe();
+  EXPECT_EQ((p.count(tier::device) + p.ring_slots) * 4 * MiB, 20 * MiB) << p.describe();
+  for (std::size_t i = 0; i < p.count(tier::device); ++i) { EXPECT_EQ(p.tiers[9 - i], tier::device) << i; }
+}
+
+TEST(GreedyEviction, APlanCostsTheEvictedLayersForwardAndRoomToRebuildOne)
+{
+  // Layer 1 is cheap to run again and goes; its overhead is its forward (run again), not its
+  // reverse (run in any plan), and the device holds the three resident layers and the one being
+  // rebuilt, never more than the budget.
+  tier_request r;
+  r.policy = tape_policy::recompute;
+  r.layers = {{100, 5.0, 1.0}, {100, 0.5, 7.0}, {100, 5.0, 1.0}, {100, 5.0, 1.0}};
+  r.budgets.device_bytes = 350;
+  tier_plan const p = plan_tiers(r);
+  EXPECT_EQ(p.tiers, (std::vector<tier>{tier::device, tier::recompute, tier::device, tier::device}));
+  EXPECT_EQ(p.recompute_steps, 1u);
+  EXPECT_DOUBLE_EQ(p.overhead_ms, 0.5);
+  EXPECT_EQ(p.device_bytes, std::min<std::size_t>(350, 3 * 100 + 100));
+}
+
+TEST(MixedTiers, AHostLayersCopyOutHidesOnlyBehindTheNextStepsFasterForward)
+{
+  // docs/tiers.md: a host layer costs max(0, D2H - min(f, a) of the next step) + max(0, H2D - b of
+  // the next step). Untaped forwards of 1 ms, taped ones of 3 ms and a 1.5 ms D2H copy: 0.5 ms
+  // per host layer (the copy may have only an untaped step to hide behind), not nothing.
+  tier_request r = chain_request(tape_policy::automatic, 10, 20 * MiB);
+  for (layer_info& l : r.layers) { l.aug_forward_ms = 3.0; }
+  r.bw.d2h_GBps = static_cast<double>(4 * MiB) / 1.5e6;
+  tier_plan const p = plan_tiers(r);
+  ASSERT_EQ(p.policy, tape_policy::mixed) << p.describe();
+  ASSERT_GT(p.count(tier::host), 0u) << p.describe();
+  schedule_model m;  // the same chain and costs, budgets aside (a schedule's cost does not read them)
+  m.steps.assign(10, step_cost{1.0, 3.0, 1.0, 4 * MiB});
+  m.host_layer_ms.assign(10, 0.5);
+  m.state_bytes = 4 * MiB;
+  m.device_bytes = m.host_bytes = 1000 * MiB;
+  m.write_ms[0] = m.read_ms[0] = static_cast<double>(4 * MiB) / (r.bw.d2d_GBps * 1e6);
+  m.write_ms[1] = 1.5;
+  m.read_ms[1] = static_cast<double>(4 * MiB) / (r.bw.h2d_GBps * 1e6);
+  EXPECT_NEAR(evaluate_schedule(m, p.mixed.actions, p.mixed.unit_bytes), p.predicted_ms, 1e-9);
+}
+
 }  // namespace
 }  // namespace tapeflow

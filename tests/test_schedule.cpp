@@ -403,20 +403,24 @@ TEST(MixedSchedule, LongChainsKeepEveryLayerWhenTheBudgetsHoldThemAll)
 {
   // 4000 equal steps whose layers fit a quarter on the device and the rest on the host, their
   // copies hidden (no host cost): keeping them all recomputes nothing, and the optimiser, in the
-  // coarse unit this length needs, must find that.
-  schedule_model m;
-  m.steps.assign(4000, step_cost{1.0, 1.2, 2.0, 4096});
-  m.host_layer_ms.assign(4000, 0.0);
-  m.state_bytes = 4096;
-  m.device_bytes = 1000 * 4096;
-  m.host_bytes = 3000 * 4096;
-  m.write_ms[0] = m.read_ms[0] = 0.01;
-  m.write_ms[1] = m.read_ms[1] = 0.05;
-  schedule const s = planned(m);
-  std::size_t untaped = 0;
-  for (std::size_t r : s.recomputed) { untaped += r; }
-  EXPECT_EQ(untaped, 0u);
-  EXPECT_NEAR(s.predicted_ms, 4000 * (1.2 + 2.0), 1e-6);
+  // coarse unit this length needs, must find that; with room to spare on the host, and with
+  // exactly the 3999 kept layers (the working layer is neither's): 1000 on the device, 2999 there.
+  for (std::size_t const host_layers : {3000, 2999}) {
+    SCOPED_TRACE(std::to_string(host_layers) + " layers' room on the host");
+    schedule_model m;
+    m.steps.assign(4000, step_cost{1.0, 1.2, 2.0, 4096});
+    m.host_layer_ms.assign(4000, 0.0);
+    m.state_bytes = 4096;
+    m.device_bytes = 1000 * 4096;
+    m.host_bytes = host_layers * 4096;
+    m.write_ms[0] = m.read_ms[0] = 0.01;
+    m.write_ms[1] = m.read_ms[1] = 0.05;
+    schedule const s = planned(m);
+    std::size_t untaped = 0;
+    for (std::size_t r : s.recomputed) { untaped += r; }
+    EXPECT_EQ(untaped, 0u);
+    EXPECT_NEAR(s.predicted_ms, 4000 * (1.2 + 2.0), 1e-6);
+  }
 }
 
 /// `steps` layers shrinking from 64 KiB to 20 KiB in 4 KiB steps (a packed LSTM's shape), each
@@ -648,25 +652,6 @@ TEST(MixedSchedule, MoreMemoryThanTheWholeTapeNeverCoarsensTheUnit)
   EXPECT_EQ(s.unit_bytes, 4096u);
   for (layer_fate f : s.fate) { EXPECT_EQ(f, layer_fate::device); }
   EXPECT_NEAR(s.predicted_ms, 50 * (1.2 + 2.0), 1e-9);
-}
-
-TEST(MixedSchedule, LongChainsKeepEveryLayerWhenTheBudgetsHoldThemExactly)
-{
-  // As LongChainsKeepEveryLayerWhenTheBudgetsHoldThemAll, with budgets that hold exactly the
-  // 3999 kept layers (the working layer is neither's): 1000 on the device, 2999 on the host.
-  schedule_model m;
-  m.steps.assign(4000, step_cost{1.0, 1.2, 2.0, 4096});
-  m.host_layer_ms.assign(4000, 0.0);
-  m.state_bytes = 4096;
-  m.device_bytes = 1000 * 4096;
-  m.host_bytes = 2999 * 4096;
-  m.write_ms[0] = m.read_ms[0] = 0.01;
-  m.write_ms[1] = m.read_ms[1] = 0.05;
-  schedule const s = planned(m);
-  std::size_t untaped = 0;
-  for (std::size_t r : s.recomputed) { untaped += r; }
-  EXPECT_EQ(untaped, 0u);
-  EXPECT_NEAR(s.predicted_ms, 4000 * (1.2 + 2.0), 1e-6);
 }
 
 }  // namespace

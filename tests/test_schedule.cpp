@@ -405,7 +405,7 @@ TEST(MixedSchedule, LongChainsKeepEveryLayerWhenTheBudgetsHoldThemAll)
   // copies hidden (no host cost): keeping them all recomputes nothing, and the optimiser, in the
   // coarse unit this length needs, must find that; with room to spare on the host, and with
   // exactly the 3999 kept layers (the working layer is neither's): 1000 on the device, 2999 there.
-  for (std::size_t const host_layers : {3000, 2999}) {
+  for (std::size_t const host_layers : {std::size_t{3000}, std::size_t{2999}}) {
     SCOPED_TRACE(std::to_string(host_layers) + " layers' room on the host");
     schedule_model m;
     m.steps.assign(4000, step_cost{1.0, 1.2, 2.0, 4096});

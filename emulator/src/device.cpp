@@ -32,8 +32,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* props, int device) noexcept
   props->warpSize = warp_size;
   props->maxThreadsPerBlock = max_threads_per_block;
   props->multiProcessorCount = multiprocessors;
-  props->major = 9;
-  props->minor = 0;
+  props->major = compute_major;
+  props->minor = compute_minor;
   return cudaSuccess;
 }
 
@@ -46,8 +46,8 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int dev
     case cudaDevAttrWarpSize: *value = warp_size; break;
     case cudaDevAttrMultiProcessorCount: *value = multiprocessors; break;
     case cudaDevAttrMaxThreadsPerMultiProcessor: *value = max_threads_per_multiprocessor; break;
-    case cudaDevAttrComputeCapabilityMajor: *value = 9; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = 0; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = compute_major; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = compute_minor; break;
     case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = static_cast<int>(shared_per_multiprocessor); break;
     case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = static_cast<int>(shared_per_block_optin); break;
     default: return cudaErrorInvalidValue;

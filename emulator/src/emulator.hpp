@@ -33,6 +33,8 @@ inline std::atomic<std::uint64_t> blocks_run{0};
 inline std::atomic<std::uint64_t> fiber_switches{0};
 
 /// Device limits the emulated device reports (and the launch checks).
+inline constexpr int compute_major = 9;  // an sm_90 device: every kernel's machine code is sm_90's
+inline constexpr int compute_minor = 0;
 inline constexpr int warp_size = 32;
 inline constexpr int max_threads_per_block = 1024;
 inline constexpr int max_threads_per_multiprocessor = 2048;

@@ -17,7 +17,7 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attributes, void const* fu
   if (attributes == nullptr || function == nullptr) { return cudaErrorInvalidValue; }
   std::lock_guard<std::recursive_mutex> lock(dev().mutex);
   tapeflow::emu::settings const& config = dev().config;
-  attributes->binaryVersion = 90;  // the device's: code of an older virtual architecture is compiled for it
+  attributes->binaryVersion = compute_major * 10 + compute_minor;  // older virtual code is compiled for it
   attributes->ptxVersion = config.kernel_virtual_arch;
   attributes->maxThreadsPerBlock =
     config.kernel_max_threads > 0 ? std::min(config.kernel_max_threads, max_threads_per_block) : max_threads_per_block;

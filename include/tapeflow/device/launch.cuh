@@ -135,10 +135,10 @@ inline constexpr std::size_t shared_without_opt_in = 48 * 1024;
 /// shared memory pass shared_without_opt_in, its dynamic limit is raised
 /// (cudaFuncAttributeMaxDynamicSharedMemorySize, whose default is 48 KiB less the static bytes),
 /// once per kernel, device and size reached. Throws platform_error past the device's opt-in limit
-/// (device_limits::shared_mem_per_block_optin, which holds both).
-inline void opt_in_shared(void const* kernel, std::size_t bytes)
+/// (device_limits::shared_mem_per_block_optin, which holds both). `facts` are facts_of(kernel).
+inline void opt_in_shared(void const* kernel, kernel_facts const& facts, std::size_t bytes)
 {
-  if (bytes + facts_of(kernel).static_shared_bytes <= shared_without_opt_in) { return; }
+  if (bytes + facts.static_shared_bytes <= shared_without_opt_in) { return; }
   static std::mutex mutex;
   static std::map<std::pair<void const*, std::uint64_t>, std::size_t> raised;
   std::lock_guard<std::mutex> lock(mutex);
@@ -156,7 +156,7 @@ inline void opt_in_shared(void const* kernel, std::size_t bytes)
 /// kernel cannot run one such block (the launch would fail), platform_error where the query does.
 inline int resident_grid(void const* kernel, int threads, std::size_t smem_bytes)
 {
-  opt_in_shared(kernel, smem_bytes);
+  opt_in_shared(kernel, facts_of(kernel), smem_bytes);
   static std::mutex mutex;
   static std::map<std::tuple<void const*, std::uint64_t, int, std::size_t>, int> known;
   std::lock_guard<std::mutex> lock(mutex);
@@ -214,7 +214,7 @@ void launch(void (*kernel)(Params...), Grid grid, Block block, std::size_t smem_
                      " code, and the bulk-copy pipeline needs compute_" +
                      std::to_string(detail::required_virtual_arch()) +
                      " code: build for that architecture, or plan without bulk_copy");
-  opt_in_shared(reinterpret_cast<void const*>(kernel), smem_bytes);
+  opt_in_shared(reinterpret_cast<void const*>(kernel), facts, smem_bytes);
   detail::launch_kernel(kernel, g, b, smem_bytes, to_native(stream), std::forward<Args>(args)...);
   TAPEFLOW_CHECK_LAUNCH();
 }

@@ -27,10 +27,12 @@ std::size_t revolve_repetitions(std::size_t l, std::size_t s)
   TAPEFLOW_EXPECTS(l > 0 && s > 0, "revolve needs at least one step and one snapshot");
   TAPEFLOW_EXPECTS(l <= (std::size_t{1} << 62), "Revolve over " + std::to_string(l) + " steps is past 2^62");
   s = std::min(s, l);  // more snapshots than steps are never used (and s + r must not wrap)
-  // The least r with binomial(s + r, s) >= l: the binomial grows with r, and r = l reaches l
-  // (binomial(s + l, s) >= s + l), so a bisection; counting r up took l steps when s was 1.
-  std::size_t lo = 0;
-  std::size_t hi = l;
+  // The least r with binomial(s + r, s) >= l. The binomial grows with r, and r = l reaches l
+  // (binomial(s + l, s) >= s + l): double r until it reaches l, then bisect. r is small unless s
+  // is, so this takes a few binomials where bisecting [0, l] took log2(l) (and counting up, l).
+  std::size_t hi = 1;
+  while (binomial(s + hi, s) < l) { hi = std::min(2 * hi, l); }
+  std::size_t lo = hi / 2;  // binomial(s + lo, s) < l, or lo = 0
   while (lo < hi) {
     std::size_t const mid = lo + (hi - lo) / 2;
     if (binomial(s + mid, s) >= l) {
@@ -53,44 +55,89 @@ std::size_t revolve_forward_steps(std::size_t l, std::size_t s)
 
 namespace {
 
-struct scheduler {
-  std::vector<revolve_action>& out;
-  std::vector<bool> live;   // snapshot slots in use
-  std::size_t where;        // the step the working state is at
+/// The first split of l >= 2 steps with s >= 2 snapshots: the fewest steps m to advance before
+/// storing the state, of those that reverse the whole in t(l, s) untaped steps.
+///
+/// With r = revolve_repetitions(l, s) and beta(s, r) = C(s + r, s) (the most steps s snapshots
+/// reverse with r repetitions; 0 for r < 0), a split m costs f(m) = m + t(m, s) + t(l - m, s - 1). Where
+/// beta(s, r - 2) <= m <= beta(s, r - 1) and beta(s - 1, r - 1) <= l - m <= beta(s - 1, r), the
+/// left part takes r - 1 repetitions and the right r, so f(m) = r l - beta(s + 1, r - 2) -
+/// beta(s, r - 1) = r l - beta(s + 1, r - 1) = t(l, s) (Pascal's rule): every such m is optimal,
+/// and these ranges meet because beta(s, r - 1) < l <= beta(s, r - 1) + beta(s - 1, r). Below the
+/// larger of the two lower bounds f falls by at least 1 per step (the left part's repetitions are
+/// at most r - 2 or the right part's at least r + 1), so that bound is the least optimal m.
+std::size_t first_split(std::size_t l, std::size_t s)
+{
+  std::size_t const r = revolve_repetitions(l, s);  // >= 1, as l >= 2
+  std::size_t const left = r >= 2 ? binomial(s + r - 2, s) : 0;
+  std::size_t const right_most = binomial(s - 1 + r, s - 1);  // may saturate: then l - it is negative
+  std::size_t const right = right_most >= l ? 0 : l - right_most;
+  return std::max<std::size_t>({1, left, right});
+}
+
+/// Builds the schedule without recursion: a chain with many snapshots splits as deep as it has
+/// snapshots, past any thread's stack.
+class scheduler {
+ public:
+  explicit scheduler(std::vector<revolve_action>& out) : out_(out) {}
+
+  /// Reverses steps [0, l) with s snapshots, the working state at step 0.
+  void run(std::size_t l, std::size_t s)
+  {
+    std::size_t const first = live_++;
+    out_.push_back({revolve_op::store, 0, 0, first});
+    todo_.push_back({task::range, 0, l, s, first});
+    while (!todo_.empty()) {
+      task const t = todo_.back();
+      todo_.pop_back();
+      if (t.kind == task::release) {
+        out_.push_back({revolve_op::release, t.start, t.start, t.slot});
+        --live_;
+      } else {
+        reverse_range(t.start, t.end, t.snapshots, t.slot);
+      }
+    }
+    out_.push_back({revolve_op::release, 0, 0, first});
+    --live_;
+  }
+
+ private:
   static constexpr std::size_t unknown = static_cast<std::size_t>(-1);
 
-  std::size_t take_slot()
-  {
-    auto it = std::find(live.begin(), live.end(), false);
-    std::size_t const slot = static_cast<std::size_t>(it - live.begin());
-    *it = true;
-    return slot;
-  }
+  /// What is left to do, last in first out: reverse [start, end) with `snapshots`, the state at
+  /// `start` in `slot`; or release `slot`, which holds the state at `start`.
+  struct task {
+    enum kind_t { range, release } kind;
+    std::size_t start, end, snapshots, slot;
+  };
 
   /// Makes the working state the state at `step`, from the snapshot in `slot` (the state at
   /// `from_step`) unless the working state is already on the way.
   void bring_to(std::size_t step, std::size_t from_step, std::size_t slot)
   {
-    bool const usable = where != unknown && where >= from_step && where <= step;
+    bool const usable = where_ != unknown && where_ >= from_step && where_ <= step;
     if (!usable) {
-      out.push_back({revolve_op::restore, from_step, from_step, slot});
-      where = from_step;
+      out_.push_back({revolve_op::restore, from_step, from_step, slot});
+      where_ = from_step;
     }
-    if (where < step) {
-      out.push_back({revolve_op::advance, where, step, slot});
-      where = step;
+    if (where_ < step) {
+      out_.push_back({revolve_op::advance, where_, step, slot});
+      where_ = step;
     }
   }
 
   void tape_and_reverse(std::size_t step, std::size_t from_step, std::size_t slot)
   {
     bring_to(step, from_step, slot);
-    out.push_back({revolve_op::taped, step, step + 1, 0});
-    out.push_back({revolve_op::reverse, step, step + 1, 0});
-    where = step + 1;  // the taped run moved the working state on
+    out_.push_back({revolve_op::taped, step, step + 1, 0});
+    out_.push_back({revolve_op::reverse, step, step + 1, 0});
+    where_ = step + 1;  // the taped run moved the working state on
   }
 
-  /// Reverses steps [start, end) with `s` snapshots, the state at `start` being in `slot`.
+  /// Reverses [start, end) with `s` snapshots, the state at `start` in `slot`: at once for one
+  /// step or one snapshot, otherwise by storing the state at the first split and leaving the two
+  /// parts, the right one first, to the loop. Snapshots are released in the reverse order of
+  /// their stores, so the slots in use are always 0 .. live - 1.
   void reverse_range(std::size_t start, std::size_t end, std::size_t s, std::size_t slot)
   {
     std::size_t const l = end - start;
@@ -102,31 +149,19 @@ struct scheduler {
       for (std::size_t t = end; t-- > start;) { tape_and_reverse(t, start, slot); }
       return;
     }
-    // The cost of a first split after m steps, f(m) = m + t(m, s) + t(l - m, s - 1), is convex in
-    // m: take the smallest m whose successor is no cheaper.
-    auto const cost = [s](std::size_t total, std::size_t m) {
-      return m + revolve_forward_steps(m, s) + revolve_forward_steps(total - m, s - 1);
-    };
-    std::size_t lo = 1;
-    std::size_t hi = l - 1;
-    while (lo < hi) {
-      std::size_t const m = lo + (hi - lo) / 2;
-      if (cost(l, m + 1) >= cost(l, m)) {
-        hi = m;
-      } else {
-        lo = m + 1;
-      }
-    }
-    std::size_t const m = lo;
-    std::size_t const mid = start + m;
+    std::size_t const mid = start + first_split(l, s);
     bring_to(mid, start, slot);
-    std::size_t const mid_slot = take_slot();
-    out.push_back({revolve_op::store, mid, mid, mid_slot});
-    reverse_range(mid, end, s - 1, mid_slot);
-    out.push_back({revolve_op::release, mid, mid, mid_slot});
-    live[mid_slot] = false;
-    reverse_range(start, mid, s, slot);
+    std::size_t const mid_slot = live_++;
+    out_.push_back({revolve_op::store, mid, mid, mid_slot});
+    todo_.push_back({task::range, start, mid, s, slot});
+    todo_.push_back({task::release, mid, mid, 0, mid_slot});
+    todo_.push_back({task::range, mid, end, s - 1, mid_slot});
   }
+
+  std::vector<revolve_action>& out_;
+  std::vector<task> todo_;
+  std::size_t live_{0};   // snapshot slots in use
+  std::size_t where_{0};  // the step the working state is at
 };
 
 }  // namespace
@@ -136,11 +171,7 @@ std::vector<revolve_action> revolve_schedule(std::size_t l, std::size_t s)
   TAPEFLOW_EXPECTS(l > 0 && s > 0, "revolve needs at least one step and one snapshot");
   s = std::min(s, l);  // more snapshots than steps are never used
   std::vector<revolve_action> out;
-  scheduler sched{out, std::vector<bool>(s, false), 0};
-  std::size_t const first = sched.take_slot();
-  out.push_back({revolve_op::store, 0, 0, first});
-  sched.reverse_range(0, l, s, first);
-  out.push_back({revolve_op::release, 0, 0, first});
+  scheduler{out}.run(l, s);
   return out;
 }
 

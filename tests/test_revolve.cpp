@@ -133,6 +133,59 @@ TEST(Revolve, ScheduleIsOptimalAndValidForEverySmallChain)
   }
 }
 
+/// The steps the optimal schedule stores, in order, beyond the first: each range split at the
+/// least m of the fewest untaped steps, the right part reversed first.
+void least_splits(std::size_t start, std::size_t l, std::size_t s,
+                  std::map<std::pair<std::size_t, std::size_t>, std::size_t>& memo, std::vector<std::size_t>& out)
+{
+  if (l == 1 || s == 1) { return; }
+  std::size_t const best = optimum(l, s, memo);
+  std::size_t m = 1;
+  while (m + optimum(l - m, s - 1, memo) + optimum(m, s, memo) != best) { ++m; }
+  out.push_back(start + m);
+  least_splits(start + m, l - m, s - 1, memo, out);
+  least_splits(start, m, s, memo, out);
+}
+
+TEST(Revolve, EveryRangeSplitsAtItsLeastOptimalStep)
+{
+  // The split is computed from binomials (src/revolve.cpp, first_split), not searched: it must be
+  // the least of the optimal splits the exhaustive program finds, at every level of every chain.
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> memo;
+  for (std::size_t l = 1; l <= 70; ++l) {
+    for (std::size_t s = 1; s <= 9; ++s) {
+      std::vector<std::size_t> expected;
+      least_splits(0, l, std::min(s, l), memo, expected);
+      std::vector<std::size_t> stored;
+      for (revolve_action const& a : revolve_schedule(l, s)) {
+        if (a.op == revolve_op::store && a.from != 0) { stored.push_back(a.from); }
+      }
+      ASSERT_EQ(stored, expected) << "l " << l << ", s " << s;
+    }
+  }
+}
+
+TEST(Revolve, AsManySnapshotsAsStepsBuildWithoutDeepRecursion)
+{
+  // With s = l every split stores the next step, as deep as the chain is long: 200 000 nested
+  // calls overflowed the stack (tapeflow plan ... --policy recompute with a large budget crashed).
+  std::size_t const l = 200000;
+  std::vector<revolve_action> const schedule = revolve_schedule(l, l);
+  EXPECT_EQ(count_forward_steps(schedule), l - 1);  // each step's state is stored on the way
+  EXPECT_EQ(revolve_forward_steps(l, l), l - 1);
+  std::size_t stores = 0;
+  std::size_t max_slot = 0;
+  for (revolve_action const& a : schedule) {
+    if (a.op == revolve_op::store) {
+      ++stores;
+      max_slot = std::max(max_slot, a.slot);
+    }
+  }
+  EXPECT_EQ(stores, l);
+  EXPECT_EQ(max_slot, l - 1);
+  EXPECT_EQ(count_forward_steps(revolve_schedule(l, 1000)), revolve_forward_steps(l, 1000));
+}
+
 TEST(Revolve, FirstReverseFollowsTheTapedLastStep)
 {
   std::vector<revolve_action> const schedule = revolve_schedule(17, 3);

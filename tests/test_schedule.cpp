@@ -639,6 +639,64 @@ TEST(MixedSchedule, TheLastEightModelsPlannedAreAllKept)
   EXPECT_EQ(schedule_cache_counts().misses, before.misses);
 }
 
+TEST(MixedSchedule, TheKeptOutcomesHoldNoMoreBytesThanTheLimit)
+{
+  // docs/tiers.md ("Plans are kept"): the cache is bounded in bytes too. Models no other test
+  // plans (costs from a fresh seed): 60 steps hold about 11 KiB with their schedule, 100 about 21.
+  std::mt19937_64 rng(std::random_device{}());
+  std::uniform_real_distribution<double> cost(0.5, 2.0);
+  auto model = [&](std::size_t steps) {
+    schedule_model m;
+    for (std::size_t i = 0; i < steps; ++i) { m.steps.push_back({cost(rng), cost(rng), cost(rng), 1024}); }
+    m.state_bytes = 512;
+    m.device_bytes = 8192;
+    m.host_layers = false;
+    m.checkpoints[1] = false;
+    return m;
+  };
+  std::size_t const limit = std::size_t{40} << 10;
+  EXPECT_EQ(set_schedule_cache_limit(limit), default_schedule_cache_bytes);
+  std::vector<schedule_model> models;
+  for (int k = 0; k < 6; ++k) {
+    models.push_back(model(60));
+    static_cast<void>(optimal_schedule(models.back()));
+    EXPECT_LE(schedule_cache_counts().bytes, limit);
+  }
+  schedule_cache_stats const full = schedule_cache_counts();
+  EXPECT_GE(full.entries, 2u);
+  EXPECT_LT(full.entries, 6u) << "six models of about 11 KiB in 40 KiB";
+  EXPECT_GT(full.bytes, full.entries * 60 * sizeof(step_cost));
+  // The most recent is found, the first was forgotten.
+  schedule_cache_stats before = schedule_cache_counts();
+  static_cast<void>(optimal_schedule(models.back()));
+  EXPECT_EQ(schedule_cache_counts().hits, before.hits + 1);
+  before = schedule_cache_counts();
+  static_cast<void>(optimal_schedule(models.front()));
+  EXPECT_EQ(schedule_cache_counts().misses, before.misses + 1);
+
+  // A lower limit forgets what no longer fits; an outcome larger than the limit is not kept; 0
+  // keeps nothing.
+  schedule_cache_stats const now = schedule_cache_counts();
+  EXPECT_EQ(set_schedule_cache_limit(now.bytes - 1), limit);
+  EXPECT_LT(schedule_cache_counts().entries, now.entries);
+  EXPECT_LT(schedule_cache_counts().bytes, now.bytes);
+  set_schedule_cache_limit(std::size_t{16} << 10);
+  static_cast<void>(optimal_schedule(models.back()));  // kept: one model of 11 KiB fits
+  schedule_model const large = model(100);
+  static_cast<void>(optimal_schedule(large));
+  before = schedule_cache_counts();
+  static_cast<void>(optimal_schedule(large));
+  EXPECT_EQ(schedule_cache_counts().misses, before.misses + 1);
+  EXPECT_LE(schedule_cache_counts().bytes, std::size_t{16} << 10);
+  before = schedule_cache_counts();
+  static_cast<void>(optimal_schedule(models.back()));  // and not pushed out by the one too large
+  EXPECT_EQ(schedule_cache_counts().hits, before.hits + 1);
+  EXPECT_EQ(set_schedule_cache_limit(0), std::size_t{16} << 10);
+  EXPECT_EQ(schedule_cache_counts().entries, 0u);
+  EXPECT_EQ(schedule_cache_counts().bytes, 0u);
+  set_schedule_cache_limit(default_schedule_cache_bytes);
+}
+
 TEST(MixedSchedule, MoreMemoryThanTheWholeTapeNeverCoarsensTheUnit)
 {
   // A terabyte for 50 layers of 4 KiB: memory beyond every layer and checkpoint is never used, so

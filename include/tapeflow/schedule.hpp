@@ -102,17 +102,29 @@ struct schedule {
 /// (always one fits when every layer may be the working layer and the state fits one
 /// checkpoint... or the chain has one step), logic_error for a malformed model.
 ///
-/// The outcomes of the last eight models are kept (thread-safe): a model equal in every field to
-/// one of them gets its schedule, or its budget_error, without solving again — a chain built again
-/// for the same problem plans in no time.
+/// The outcomes of the last eight models are kept, up to set_schedule_cache_limit's bytes
+/// (thread-safe): a model equal in every field to one of them gets its schedule, or its
+/// budget_error, without solving again — a chain built again for the same problem plans in no time.
 [[nodiscard]] schedule optimal_schedule(schedule_model const& model);
 
-/// How often optimal_schedule found a model among those it keeps, and how often it solved.
+/// How often optimal_schedule found a model among those it keeps, how often it solved, and what it
+/// keeps now.
 struct schedule_cache_stats {
   std::size_t hits{0};
   std::size_t misses{0};
+  std::size_t entries{0};  ///< outcomes kept
+  std::size_t bytes{0};    ///< the memory they hold: their models' and schedules' arrays
 };
 [[nodiscard]] schedule_cache_stats schedule_cache_counts();
+
+/// The most bytes optimal_schedule's kept outcomes hold unless set_schedule_cache_limit says else.
+inline constexpr std::size_t default_schedule_cache_bytes = std::size_t{64} << 20;
+
+/// Sets the most bytes the kept outcomes may hold (0: keep none) and returns the previous limit.
+/// Outcomes beyond it are forgotten, least recently used first; an outcome larger than the limit
+/// is not kept (a million-step chain's model and schedule hold about 150 MB, and its solve takes
+/// about a second, less than running it). Thread-safe.
+std::size_t set_schedule_cache_limit(std::size_t bytes);
 
 /// The longest chain whose tables optimal_schedule solves step by step: they grow with the steps
 /// squared (unequal steps) or the steps (equal ones, whose costs are then equal too). Longer

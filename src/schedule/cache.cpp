@@ -36,6 +36,7 @@ bool same_model(schedule_model const& a, schedule_model const& b) noexcept
 /// The last few models planned in this process and their schedules (empty: none fits). The
 /// optimiser is a pure function of the model, so a chain built again for the same problem — a
 /// workload's one-shot gradient() in a training loop — gets its schedule without solving again.
+/// Its bytes are bounded too: a million-step chain's model and schedule hold about 150 MB.
 class schedule_cache {
  public:
   static schedule_cache& instance()
@@ -49,33 +50,77 @@ class schedule_cache {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if (same_model(it->first, model)) {
+      if (same_model(it->model, model)) {
         entries_.splice(entries_.begin(), entries_, it);
         ++stats_.hits;
-        return entries_.front().second;
+        return entries_.front().outcome;
       }
     }
     ++stats_.misses;
     return std::nullopt;
   }
 
+  /// Keeps `outcome` unless it alone is more than the limit, then forgets the least recently used
+  /// beyond the last eight or the limit.
   void put(schedule_model const& model, std::optional<schedule> const& outcome)
   {
+    std::size_t const size = bytes_of(model, outcome);
     std::lock_guard<std::mutex> lock(mutex_);
-    entries_.emplace_front(model, outcome);
-    if (entries_.size() > capacity) { entries_.pop_back(); }
+    if (size > limit_) { return; }
+    entries_.push_front({model, outcome, size});
+    bytes_ += size;
+    shrink();
+  }
+
+  std::size_t limit(std::size_t bytes)
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::size_t const was = limit_;
+    limit_ = bytes;
+    shrink();
+    return was;
   }
 
   schedule_cache_stats stats()
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    return stats_;
+    schedule_cache_stats s = stats_;
+    s.entries = entries_.size();
+    s.bytes = bytes_;
+    return s;
   }
 
  private:
+  struct entry {
+    schedule_model model;
+    std::optional<schedule> outcome;
+    std::size_t bytes;
+  };
+
+  /// The memory an entry holds: the model's and the schedule's arrays, and the entry itself.
+  static std::size_t bytes_of(schedule_model const& m, std::optional<schedule> const& s) noexcept
+  {
+    std::size_t bytes = sizeof(entry) + m.steps.capacity() * sizeof(step_cost) + m.host_layer_ms.capacity() * sizeof(double);
+    if (s) {
+      bytes += s->actions.capacity() * sizeof(schedule_action) + s->fate.capacity() * sizeof(layer_fate) +
+               s->recomputed.capacity() * sizeof(std::size_t);
+    }
+    return bytes;
+  }
+
+  void shrink()
+  {
+    while (!entries_.empty() && (entries_.size() > capacity || bytes_ > limit_)) {
+      bytes_ -= entries_.back().bytes;
+      entries_.pop_back();
+    }
+  }
+
   static constexpr std::size_t capacity = 8;
   std::mutex mutex_;
-  std::list<std::pair<schedule_model, std::optional<schedule>>> entries_;  // most recent first
+  std::list<entry> entries_;  // most recent first
+  std::size_t bytes_{0};
+  std::size_t limit_{default_schedule_cache_bytes};
   schedule_cache_stats stats_{};
 };
 
@@ -94,5 +139,7 @@ void keep_outcome(schedule_model const& model, std::optional<schedule> const& ou
 }  // namespace detail::scheduling
 
 schedule_cache_stats schedule_cache_counts() { return detail::scheduling::schedule_cache::instance().stats(); }
+
+std::size_t set_schedule_cache_limit(std::size_t bytes) { return detail::scheduling::schedule_cache::instance().limit(bytes); }
 
 }  // namespace tapeflow

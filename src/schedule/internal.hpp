@@ -103,8 +103,8 @@ struct blocks {
 /// fits), if any; counts a hit or a miss. Thread-safe.
 [[nodiscard]] std::optional<std::optional<schedule>> cached_outcome(schedule_model const& model);
 
-/// Keeps `outcome` for `model`, forgetting the least recently used beyond the last eight.
-/// Thread-safe.
+/// Keeps `outcome` for `model` unless it alone holds more than the cache's byte limit, forgetting
+/// the least recently used beyond the last eight or the limit. Thread-safe.
 void keep_outcome(schedule_model const& model, std::optional<schedule> const& outcome);
 
 }  // namespace tapeflow::detail::scheduling

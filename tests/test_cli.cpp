@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -103,6 +105,14 @@ TEST_F(Cli, PlanPrintsTheTiersWithoutRunning)
   EXPECT_EQ(run("plan allen-cahn --n 1024 --steps 20 --backend cpu --budget 20M --policy store"), 2);
   EXPECT_NE(output_.find("does not fit"), std::string::npos) << output_;
   EXPECT_EQ(run("plan allen-cahn --n 1024 --backend cpu"), 2);
+  // A budget holding a hundred thousand snapshots plans (Revolve recursed as deep as its
+  // snapshots and overflowed the stack), and a long chain's tiers print in a few lines.
+  ASSERT_EQ(run("plan allen-cahn --n 8 --steps 100000 --backend cpu --budget 1G --policy recompute"), 0) << output_;
+  EXPECT_NE(output_.find("Revolve with 100000 snapshots, 99999 untaped steps"), std::string::npos) << output_;
+  EXPECT_NE(output_.find("        layers 0..: r r r r r r r r r r\n        layers 10..99999: the same\n"),
+            std::string::npos)
+    << output_;
+  EXPECT_LT(std::count(output_.begin(), output_.end(), '\n'), 12) << output_;
 }
 
 std::size_t count(std::string const& text, std::string const& what)

@@ -354,12 +354,35 @@ void print_chain_plan(chain_stats const& planned)
 
 void print_layer_tiers(chain_stats const& planned)
 {
-  std::string line;
-  for (std::size_t t = 0; t < planned.tiers.tiers.size(); ++t) {
-    line += t % 10 == 0 ? (t == 0 ? "" : "\n") + std::string{"        layers "} + std::to_string(t) + "..: " : " ";
-    line += tapeflow::to_string(planned.tiers.tiers[t]).substr(0, 1);
+  // Ten layers a line; two or more lines in a row equal to the one before are one line saying so,
+  // so that a million layers print in a few lines, not a hundred thousand.
+  std::vector<tier> const& tiers = planned.tiers.tiers;
+  std::string previous;
+  std::size_t repeats = 0;  // lines equal to `previous` not printed yet, the first at layer `from`
+  std::size_t from = 0;
+  auto flush = [&] {
+    if (repeats == 1) {
+      std::printf("        layers %zu..: %s\n", from, previous.c_str());
+    } else if (repeats > 1) {
+      std::printf("        layers %zu..%zu: the same\n", from, from + 10 * repeats - 1);
+    }
+    repeats = 0;
+  };
+  for (std::size_t t = 0; t < tiers.size(); t += 10) {
+    std::string line;
+    for (std::size_t k = t; k < std::min(t + 10, tiers.size()); ++k) {
+      line += (k == t ? "" : " ") + std::string{tapeflow::to_string(tiers[k]).substr(0, 1)};
+    }
+    if (t > 0 && t + 10 <= tiers.size() && line == previous) {
+      if (repeats++ == 0) { from = t; }
+      continue;
+    }
+    flush();
+    std::printf("        layers %zu..: %s\n", t, line.c_str());
+    previous = line;
   }
-  std::printf("%s\n        (d: device, h: host, r: recompute)\n", line.c_str());
+  flush();
+  std::printf("        (d: device, h: host, r: recompute)\n");
 }
 
 void print_summary(workloads::tape_report const& r, backend kind)

@@ -79,25 +79,25 @@ std::size_t first_split(std::size_t l, std::size_t s)
 /// snapshots, past any thread's stack.
 class scheduler {
  public:
-  explicit scheduler(std::vector<revolve_action>& out) : out_(out) {}
+  explicit scheduler(revolve_visitor const& emit) : emit_(emit) {}
 
   /// Reverses steps [0, l) with s snapshots, the working state at step 0.
   void run(std::size_t l, std::size_t s)
   {
     std::size_t const first = live_++;
-    out_.push_back({revolve_op::store, 0, 0, first});
+    emit_({revolve_op::store, 0, 0, first});
     todo_.push_back({task::range, 0, l, s, first});
     while (!todo_.empty()) {
       task const t = todo_.back();
       todo_.pop_back();
       if (t.kind == task::release) {
-        out_.push_back({revolve_op::release, t.start, t.start, t.slot});
+        emit_({revolve_op::release, t.start, t.start, t.slot});
         --live_;
       } else {
         reverse_range(t.start, t.end, t.snapshots, t.slot);
       }
     }
-    out_.push_back({revolve_op::release, 0, 0, first});
+    emit_({revolve_op::release, 0, 0, first});
     --live_;
   }
 
@@ -117,11 +117,11 @@ class scheduler {
   {
     bool const usable = where_ != unknown && where_ >= from_step && where_ <= step;
     if (!usable) {
-      out_.push_back({revolve_op::restore, from_step, from_step, slot});
+      emit_({revolve_op::restore, from_step, from_step, slot});
       where_ = from_step;
     }
     if (where_ < step) {
-      out_.push_back({revolve_op::advance, where_, step, slot});
+      emit_({revolve_op::advance, where_, step, slot});
       where_ = step;
     }
   }
@@ -129,8 +129,8 @@ class scheduler {
   void tape_and_reverse(std::size_t step, std::size_t from_step, std::size_t slot)
   {
     bring_to(step, from_step, slot);
-    out_.push_back({revolve_op::taped, step, step + 1, 0});
-    out_.push_back({revolve_op::reverse, step, step + 1, 0});
+    emit_({revolve_op::taped, step, step + 1, 0});
+    emit_({revolve_op::reverse, step, step + 1, 0});
     where_ = step + 1;  // the taped run moved the working state on
   }
 
@@ -152,13 +152,13 @@ class scheduler {
     std::size_t const mid = start + first_split(l, s);
     bring_to(mid, start, slot);
     std::size_t const mid_slot = live_++;
-    out_.push_back({revolve_op::store, mid, mid, mid_slot});
+    emit_({revolve_op::store, mid, mid, mid_slot});
     todo_.push_back({task::range, start, mid, s, slot});
     todo_.push_back({task::release, mid, mid, 0, mid_slot});
     todo_.push_back({task::range, mid, end, s - 1, mid_slot});
   }
 
-  std::vector<revolve_action>& out_;
+  revolve_visitor const& emit_;
   std::vector<task> todo_;
   std::size_t live_{0};   // snapshot slots in use
   std::size_t where_{0};  // the step the working state is at
@@ -166,13 +166,27 @@ class scheduler {
 
 }  // namespace
 
-std::vector<revolve_action> revolve_schedule(std::size_t l, std::size_t s)
+void visit_revolve_schedule(std::size_t l, std::size_t s, revolve_visitor const& visit)
 {
   TAPEFLOW_EXPECTS(l > 0 && s > 0, "revolve needs at least one step and one snapshot");
   s = std::min(s, l);  // more snapshots than steps are never used
+  scheduler{visit}.run(l, s);
+}
+
+std::vector<revolve_action> revolve_schedule(std::size_t l, std::size_t s)
+{
   std::vector<revolve_action> out;
-  scheduler{out}.run(l, s);
+  visit_revolve_schedule(l, s, [&out](revolve_action const& a) { out.push_back(a); });
   return out;
+}
+
+std::size_t revolve_state_copies(std::size_t l, std::size_t s)
+{
+  std::size_t copies = 0;
+  visit_revolve_schedule(l, s, [&copies](revolve_action const& a) {
+    copies += a.op == revolve_op::store || a.op == revolve_op::restore ? 1 : 0;
+  });
+  return copies;
 }
 
 std::size_t count_forward_steps(std::vector<revolve_action> const& schedule) noexcept

@@ -161,7 +161,7 @@ std::optional<tier_plan> revolve_plan(tier_request const& r, summary const& s)
   plan.device_bytes = s.largest + snapshots * r.state_bytes;
   // Over store: the untaped steps, and every snapshot's store and restore, each a copy of the
   // state on the device (docs/tiers.md, "The planner's cost model").
-  std::size_t const copies = count_state_copies(revolve_schedule(n, snapshots));
+  std::size_t const copies = revolve_state_copies(n, snapshots);
   plan.overhead_ms = static_cast<double>(plan.recompute_steps) * s.forward_ms / static_cast<double>(n) +
                      static_cast<double>(copies) * copy_ms(r.state_bytes, r.bw.d2d_GBps);
   finish(plan, r.layers);

@@ -207,6 +207,7 @@ TEST(Revolve, StoresAndRestoresTheStateNoMoreThanItMust)
   };
   for (vec v : {vec{4, 2, 5}, vec{17, 3, 24}, vec{100, 5, 153}}) {
     EXPECT_EQ(count_state_copies(revolve_schedule(v.l, v.s)), v.copies) << "l " << v.l << ", s " << v.s;
+    EXPECT_EQ(revolve_state_copies(v.l, v.s), v.copies) << "l " << v.l << ", s " << v.s;
   }
   for (std::size_t l = 1; l <= 60; ++l) {
     for (std::size_t s = 1; s <= 7; ++s) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,16 @@ struct revolve_action {
 /// comes right after the taped run of step l - 1 (which yields the final state). At most s slots
 /// are live at any time.
 [[nodiscard]] std::vector<revolve_action> revolve_schedule(std::size_t l, std::size_t s);
+
+/// Called with each action of a schedule in turn.
+using revolve_visitor = std::function<void(revolve_action const&)>;
+
+/// Hands `visit` the actions of revolve_schedule(l, s) in order without storing them: a long
+/// chain's schedule is tens of bytes a step.
+void visit_revolve_schedule(std::size_t l, std::size_t s, revolve_visitor const& visit);
+
+/// The state copies (stores and restores) revolve_schedule(l, s) makes, counted as it is built.
+[[nodiscard]] std::size_t revolve_state_copies(std::size_t l, std::size_t s);
 
 /// Untaped steps a schedule performs (the sum of its advances).
 [[nodiscard]] std::size_t count_forward_steps(std::vector<revolve_action> const& schedule) noexcept;

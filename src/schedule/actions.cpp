@@ -50,7 +50,7 @@ std::vector<schedule_action> revolve_actions(std::size_t steps, std::size_t snap
     stored[held[slot]] = false;
     held[slot] = empty;
   };
-  for (revolve_action const& r : revolve_schedule(steps, snapshots)) {
+  visit_revolve_schedule(steps, snapshots, [&](revolve_action const& r) {
     switch (r.op) {
       case revolve_op::store:
         if (held[r.slot] != empty) { release(r.slot); }
@@ -70,7 +70,7 @@ std::vector<schedule_action> revolve_actions(std::size_t steps, std::size_t snap
       case revolve_op::taped: actions.push_back({action_kind::taped, r.from, 0, level::device, false}); break;
       case revolve_op::reverse: actions.push_back({action_kind::reverse, r.from, 0, level::device, false}); break;
     }
-  }
+  });
   for (std::size_t slot = 0; slot < held.size(); ++slot) {
     if (held[slot] != empty) { release(slot); }
   }

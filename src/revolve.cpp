@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 namespace tapeflow {
 
@@ -14,10 +15,16 @@ std::size_t binomial(std::size_t n, std::size_t k) noexcept
   k = std::min(k, n - k);
   std::size_t result = 1;
   for (std::size_t i = 1; i <= k; ++i) {
-    // result * (n - k + i) / i is exact at every step; guard the multiplication.
+    // result * (n - k + i) / i is C(n - k + i, i), exact; the product itself may pass 2^64 where
+    // the quotient does not (C(63, 29) fits, 29 times it does not). With g = gcd(result, i),
+    // i / g divides the factor (it divides result * factor and shares nothing with result / g),
+    // so divide first and guard the smaller product.
     std::size_t const factor = n - k + i;
-    if (result > saturated / factor) { return saturated; }
-    result = result * factor / i;
+    std::size_t const g = std::gcd(result, i);
+    std::size_t const left = result / g;
+    std::size_t const right = factor / (i / g);
+    if (left > saturated / right) { return saturated; }
+    result = left * right;
   }
   return result;
 }

@@ -13,6 +13,7 @@
 #include <tapeflow/tiers.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -148,7 +149,9 @@ std::optional<tier_plan> host_plan(tier_request const& r, summary const& s, bool
 std::optional<tier_plan> revolve_plan(tier_request const& r, summary const& s)
 {
   std::size_t const n = r.layers.size();
-  std::size_t snapshots = n;
+  // Without a budget, a snapshot of every step, as many as the address space holds beside the
+  // layer (n states of 2^56 bytes wrapped the device bytes to a few).
+  std::size_t snapshots = std::min(n, (std::numeric_limits<std::size_t>::max() - s.largest) / r.state_bytes);
   if (r.budgets.device_bytes != 0) {
     if (r.budgets.device_bytes < s.largest + r.state_bytes) { return std::nullopt; }
     snapshots = std::min(n, (r.budgets.device_bytes - s.largest) / r.state_bytes);

@@ -18,6 +18,15 @@ TEST(Revolve, BinomialAndRepetitions)
   EXPECT_EQ(binomial(5, 0), 1u);
   EXPECT_EQ(binomial(3, 5), 0u);
   EXPECT_EQ(binomial(200, 100), static_cast<std::size_t>(-1));  // saturates
+  // Results that fit though a product on the way does not (29 * C(62, 28) > 2^64): exact.
+  EXPECT_EQ(binomial(63, 29), 759510004936100355u);
+  EXPECT_EQ(binomial(66, 33), 7219428434016265740u);
+  EXPECT_EQ(binomial(67, 33), 14226520737620288370u);  // the largest C(n, n / 2) below 2^64
+  EXPECT_EQ(binomial(68, 34), static_cast<std::size_t>(-1));  // 2.8e19: saturates
+  // Near the top of Revolve's range: C(17 + 74, 17) < 2^60 - 1 <= C(17 + 75, 17) (Python's
+  // math.comb), and t(l, s) as the closed form gives it.
+  EXPECT_EQ(revolve_repetitions((std::size_t{1} << 60) - 1, 17), 75u);
+  EXPECT_EQ(revolve_forward_steps(220345353082529671u, 16), 15376800470868236100u);
   EXPECT_EQ(revolve_repetitions(10, 1), 9u);
   EXPECT_EQ(revolve_repetitions(1, 1), 0u);
   EXPECT_THROW(static_cast<void>(revolve_repetitions(0, 3)), logic_error);

@@ -710,6 +710,21 @@ TEST(MixedSchedule, MoreMemoryThanTheWholeTapeNeverCoarsensTheUnit)
   EXPECT_EQ(s.unit_bytes, 4096u);
   for (layer_fate f : s.fate) { EXPECT_EQ(f, layer_fate::device); }
   EXPECT_NEAR(s.predicted_ms, 50 * (1.2 + 2.0), 1e-9);
+
+  // A budget of 2^64 - 1 bytes ("unlimited") over 400 unequal steps: the unit doubled until it
+  // wrapped to 0 and the optimiser divided by it (SIGFPE).
+  schedule_model u;
+  double kept = 0;
+  for (std::size_t i = 0; i < 400; ++i) {
+    u.steps.push_back({1.0, 1.0 + double(i % 2), 1.0, 1024});
+    kept += u.steps.back().aug_forward_ms + u.steps.back().reverse_ms;
+  }
+  u.state_bytes = 1024;
+  u.write_ms[1] = u.read_ms[1] = 0.1;
+  u.device_bytes = u.host_bytes = std::numeric_limits<std::size_t>::max();
+  schedule const all = planned(u);
+  for (layer_fate f : all.fate) { EXPECT_EQ(f, layer_fate::device); }
+  EXPECT_NEAR(all.predicted_ms, kept, 1e-9);
 }
 
 }  // namespace

@@ -126,6 +126,14 @@ TEST(TierPlanner, RecomputeRunsRevolveWithTheSnapshotsTheBudgetHolds)
   EXPECT_NEAR(p.overhead_ms, 316 * 1.0 + static_cast<double>(copies) * copy, 1e-9);
   r.budgets.device_bytes = 7 * MiB;  // one layer, no room for the initial state
   EXPECT_THROW(static_cast<void>(plan_tiers(r)), budget_error);
+
+  // Without a budget, every step's state, as many as 2^64 bytes hold: 256 states of 2^56 bytes
+  // made the device bytes wrap to the one layer's.
+  tier_request huge = chain_request(tape_policy::recompute, 256, 0);
+  huge.state_bytes = max_plan_bytes;
+  tier_plan const h = plan_tiers(huge);
+  EXPECT_EQ(h.snapshots, 255u);
+  EXPECT_EQ(h.device_bytes, 4 * MiB + 255 * max_plan_bytes);
 }
 
 TEST(TierPlanner, AutomaticStoresWhatFitsAndRunsTheOptimiserForTheRest)

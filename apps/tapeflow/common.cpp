@@ -6,6 +6,7 @@
 #include <tapeflow/tiers.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -468,17 +469,26 @@ json_object schedule_json(chain_stats const& c)
   // Per step and level: checkpoints of the state before the step stored and restored.
   std::vector<std::size_t> stores[2] = {std::vector<std::size_t>(n, 0), std::vector<std::size_t>(n, 0)};
   std::vector<std::size_t> restores[2] = {std::vector<std::size_t>(n, 0), std::vector<std::size_t>(n, 0)};
-  std::vector<std::size_t> recomputed(n, 0);
   std::vector<std::string> actions;
-  // The schedule the chain runs, whatever the policy.
+  // The schedule the chain runs, whatever the policy. An advance over [step, to) adds one untaped
+  // run to each of its steps: +1 at step and -1 at to, summed below (not a loop over its steps,
+  // which with few checkpoints made the whole n^2 / 2).
+  std::vector<std::ptrdiff_t> runs(n + 1, 0);
   for (schedule_action const& a : chain_actions(c.tiers, n)) {
     int const k = static_cast<int>(a.where);
     if (a.kind == action_kind::store) { ++stores[k][a.step]; }
     if (a.kind == action_kind::restore) { ++restores[k][a.step]; }
     if (a.kind == action_kind::advance) {
-      for (std::size_t t = a.step; t < a.to; ++t) { ++recomputed[t]; }
+      ++runs[a.step];
+      --runs[a.to];
     }
     actions.push_back(tapeflow::to_string(a));
+  }
+  std::vector<std::size_t> recomputed(n, 0);
+  std::ptrdiff_t running = 0;
+  for (std::size_t t = 0; t < n; ++t) {
+    running += runs[t];
+    recomputed[t] = static_cast<std::size_t>(running);
   }
   std::vector<json_object> steps;
   for (std::size_t t = 0; t < n; ++t) {

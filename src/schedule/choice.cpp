@@ -8,6 +8,7 @@
 #include <tapeflow/nvtx.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -68,9 +69,28 @@ schedule_model equalised(schedule_model const& m)
   return e;
 }
 
-/// The optimiser's outcome for a checked model.
-std::optional<schedule> plan_schedule(schedule_model const& model)
+/// `m` with each budget at most what every layer and checkpoint on that level at once hold (the
+/// sum saturating): more is never used, and budgets near 2^64 ("unlimited") kept the tables from
+/// shrinking as the unit coarsened, until the unit wrapped to 0.
+schedule_model within_need(schedule_model const& m)
 {
+  constexpr std::size_t most = std::numeric_limits<std::size_t>::max();
+  auto add = [](std::size_t a, std::size_t b) { return a > most - b ? most : a + b; };
+  std::size_t need[2] = {0, 0};
+  for (step_cost const& s : m.steps) {
+    need[0] = add(add(need[0], m.device_layers ? s.layer_bytes : 0), m.checkpoints[0] ? m.state_bytes : 0);
+    need[1] = add(add(need[1], m.host_layers ? s.layer_bytes : 0), m.checkpoints[1] ? m.state_bytes : 0);
+  }
+  schedule_model out = m;
+  out.device_bytes = std::min(m.device_bytes, need[0]);
+  out.host_bytes = std::min(m.host_bytes, need[1]);
+  return out;
+}
+
+/// The optimiser's outcome for a checked model.
+std::optional<schedule> plan_schedule(schedule_model const& given)
+{
+  schedule_model const model = within_need(given);
   // Sizes as the schedules are judged: in the model's unit, or exactly.
   std::size_t const exact = finest_unit(model);
   std::optional<schedule> best;

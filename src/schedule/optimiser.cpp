@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 
 namespace tapeflow::detail::scheduling {
@@ -246,6 +247,7 @@ std::size_t table_unit(schedule_model const& model)
   for (;;) {
     optimiser probe(model, unit);
     if (probe.smallest() || (probe.work() <= max_work && probe.entries() <= max_entries)) { return unit; }
+    if (unit > std::numeric_limits<std::size_t>::max() / 2) { return unit; }  // the coarsest there is
     unit *= 2;
   }
 }

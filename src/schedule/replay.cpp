@@ -6,6 +6,7 @@
 #include <tapeflow/error.hpp>
 
 #include <algorithm>
+#include <cstddef>
 #include <map>
 #include <string>
 #include <utility>
@@ -52,7 +53,12 @@ replayed replay(schedule_model const& m, std::vector<schedule_action> const& act
   bool working = false;
   replayed r;
   r.fate.assign(n, layer_fate::recompute);
-  r.recomputed.assign(n, 0);
+  // An advance over [step, to) costs the difference of two prefix sums and marks its steps in a
+  // difference array (+1 at step, -1 at to), summed after the loop: the replay's work grows with
+  // the actions, not with the untaped steps they run (with one checkpoint, n^2 / 2 of them).
+  std::vector<double> prefix(n + 1, 0.0);
+  for (std::size_t t = 0; t < n; ++t) { prefix[t + 1] = prefix[t] + m.steps[t].forward_ms; }
+  std::vector<std::ptrdiff_t> runs(n + 1, 0);
   auto fail = [&](std::size_t at, std::string const& why) {
     TAPEFLOW_FAIL(logic_error, "invalid schedule at action " + std::to_string(at) + " (" + to_string(actions[at]) +
                                  "): " + why);
@@ -71,8 +77,9 @@ replayed replay(schedule_model const& m, std::vector<schedule_action> const& act
     switch (a.kind) {
       case action_kind::advance:
         if (pos != a.step || a.to <= a.step || a.to > n) { fail(at, "the working state is not there"); }
-        for (std::size_t t = a.step; t < a.to; ++t) { ++r.recomputed[t]; }
-        for (std::size_t t = a.step; t < a.to; ++t) { r.cost += m.steps[t].forward_ms; }
+        ++runs[a.step];
+        --runs[a.to];
+        r.cost += prefix[a.to] - prefix[a.step];
         pos = a.to;
         break;
       case action_kind::taped:
@@ -126,6 +133,12 @@ replayed replay(schedule_model const& m, std::vector<schedule_action> const& act
   }
   if (next != 0) { TAPEFLOW_FAIL(logic_error, "invalid schedule: step " + std::to_string(next - 1) + " is not reversed"); }
   if (!held.empty()) { TAPEFLOW_FAIL(logic_error, "invalid schedule: a checkpoint is never released"); }
+  r.recomputed.assign(n, 0);
+  std::ptrdiff_t running = 0;
+  for (std::size_t t = 0; t < n; ++t) {
+    running += runs[t];
+    r.recomputed[t] = static_cast<std::size_t>(running);
+  }
   // A step that ran untaped before its layer was taped had its layer rebuilt from a checkpoint
   // (unless the host kept it): recomputed. One that never did was taped in the first sweep and
   // kept on the device until its reverse (the last step: just before it).

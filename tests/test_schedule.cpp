@@ -697,6 +697,27 @@ TEST(MixedSchedule, TheKeptOutcomesHoldNoMoreBytesThanTheLimit)
   set_schedule_cache_limit(default_schedule_cache_bytes);
 }
 
+TEST(MixedSchedule, LongChainsCheckpointOnTheHostWhenTheDeviceHoldsNoCheckpoint)
+{
+  // No device memory beyond the working layer, 1 MiB of host memory for 1 KiB states. Past the
+  // tables (5000 steps) no schedule was found at all; at 4000 the tables' coarse unit (two host
+  // units) cost 16 times Revolve over the host's 1024 checkpoints.
+  for (std::size_t const n : {std::size_t{4000}, std::size_t{5000}}) {
+    schedule_model m;
+    m.steps.assign(n, step_cost{0.01, 0.01, 0.01, 1024});
+    m.state_bytes = 1024;
+    m.device_bytes = 0;
+    m.host_bytes = std::size_t{1} << 20;
+    m.write_ms[0] = m.read_ms[0] = 1e-6;
+    m.write_ms[1] = m.read_ms[1] = 5e-5;
+    schedule const s = planned(m);
+    double const host_revolve = evaluate_schedule(m, revolve_actions(n, 1024, level::host), 1024);
+    EXPECT_LE(s.predicted_ms, host_revolve + 1e-9) << n << " steps";
+    EXPECT_EQ(s.checkpoints[0], 0u);
+    EXPECT_GT(s.checkpoints[1], 1000u);
+  }
+}
+
 TEST(MixedSchedule, MoreMemoryThanTheWholeTapeNeverCoarsensTheUnit)
 {
   // A terabyte for 50 layers of 4 KiB: memory beyond every layer and checkpoint is never used, so

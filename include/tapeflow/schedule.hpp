@@ -131,10 +131,11 @@ std::size_t set_schedule_cache_limit(std::size_t bytes);
 /// chains are planned with their steps in blocks and by the candidates (docs/tiers.md).
 [[nodiscard]] std::size_t max_schedule_steps(bool equal_steps) noexcept;
 
-/// Revolve's schedule (tapeflow/revolve.hpp) of `steps` steps with `snapshots` device
-/// checkpoints, as actions of this class: a checkpoint is named by the step whose state it holds
+/// Revolve's schedule (tapeflow/revolve.hpp) of `steps` steps with `snapshots` checkpoints on
+/// `where`, as actions of this class: a checkpoint is named by the step whose state it holds
 /// (Revolve names it by its slot), and a slot stored over releases its old step first.
-[[nodiscard]] std::vector<schedule_action> revolve_actions(std::size_t steps, std::size_t snapshots);
+[[nodiscard]] std::vector<schedule_action> revolve_actions(std::size_t steps, std::size_t snapshots,
+                                                           level where = level::device);
 
 /// Every step taped once, its layer kept on `where[t]`, then every layer reversed last-first (no
 /// recomputation). With `last_working`, the last step's layer is the working layer instead: taped

@@ -38,7 +38,7 @@ std::vector<schedule_action> kept_actions(std::vector<level> const& where, bool 
   return actions;
 }
 
-std::vector<schedule_action> revolve_actions(std::size_t steps, std::size_t snapshots)
+std::vector<schedule_action> revolve_actions(std::size_t steps, std::size_t snapshots, level where)
 {
   snapshots = std::min(snapshots, steps);  // as revolve_schedule: more than steps are never used
   std::vector<schedule_action> actions;
@@ -46,10 +46,11 @@ std::vector<schedule_action> revolve_actions(std::size_t steps, std::size_t snap
   std::vector<std::size_t> held(snapshots, empty);
   std::vector<bool> stored(steps, false);
   auto release = [&](std::size_t slot) {
-    actions.push_back({action_kind::release, held[slot], 0, level::device, false});
+    actions.push_back({action_kind::release, held[slot], 0, where, false});
     stored[held[slot]] = false;
     held[slot] = empty;
   };
+  // The checkpoints live on `where`; the working state and layer are the device's, as always.
   visit_revolve_schedule(steps, snapshots, [&](revolve_action const& r) {
     switch (r.op) {
       case revolve_op::store:
@@ -57,11 +58,11 @@ std::vector<schedule_action> revolve_actions(std::size_t steps, std::size_t snap
         TAPEFLOW_EXPECTS(!stored[r.from], "Revolve stored the state at step " + std::to_string(r.from) + " twice");
         held[r.slot] = r.from;
         stored[r.from] = true;
-        actions.push_back({action_kind::store, r.from, 0, level::device, false});
+        actions.push_back({action_kind::store, r.from, 0, where, false});
         break;
       case revolve_op::restore:
         TAPEFLOW_EXPECTS(held[r.slot] == r.from, "Revolve restored a slot that does not hold step " + std::to_string(r.from));
-        actions.push_back({action_kind::restore, r.from, 0, level::device, false});
+        actions.push_back({action_kind::restore, r.from, 0, where, false});
         break;
       case revolve_op::release:
         if (held[r.slot] != empty) { release(r.slot); }

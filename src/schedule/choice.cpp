@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // optimal_schedule: a model's kept outcome, or the optimiser's schedule; on long chains, whose
-// tables need a coarse memory unit, the cheapest of it and four candidates costed exactly, among
+// tables need a coarse memory unit, the cheapest of it and five candidates costed exactly, among
 // them the steps in blocks (docs/tiers.md, "Long chains").
 #include "schedule/internal.hpp"
 
@@ -112,9 +112,14 @@ std::optional<schedule> plan_schedule(schedule_model const& given)
     schedule_model const e = equalised(model);
     consider(solve(e, table_unit(e), model));
   }
-  // Revolve with as many device checkpoints as the budget holds, counted exactly.
-  std::size_t const snapshots = std::min(model.device_bytes / (units(model.state_bytes, exact) * exact), n);
-  if (model.checkpoints[0] && snapshots > 0) { consider(costed(revolve_actions(n, snapshots), exact, model)); }
+  // Revolve with as many checkpoints as the budget holds, counted exactly: on the device, and on
+  // the host (the only choice when the device holds no checkpoint beyond the working layer).
+  for (level const where : {level::device, level::host}) {
+    int const k = static_cast<int>(where);
+    std::size_t const budget = k == 0 ? model.device_bytes : model.host_bytes;
+    std::size_t const snapshots = std::min(budget / (units(model.state_bytes, exact) * exact), n);
+    if (model.checkpoints[k] && snapshots > 0) { consider(costed(revolve_actions(n, snapshots, where), exact, model)); }
+  }
   // Every layer kept, on the device while it holds them and on the host after, counted exactly.
   if (std::optional<std::vector<schedule_action>> split = kept_split(model, exact)) {
     consider(costed(std::move(*split), exact, model));

@@ -32,11 +32,8 @@ std::string thread_tape_stats::describe() const
   return out.str();
 }
 
-thread_arena::thread_arena(std::size_t record_bytes, std::size_t threads, thread_tape_options const& options)
-  : options_(options), layout_{threads, options.chunk_steps}, record_bytes_(record_bytes), chunk_bytes_(0),
-    cap_(static_cast<std::uint32_t>(options.max_steps == 0 ? u32_max : std::min(options.max_steps, u32_max))),
-    status_ready_(options.kind), offloaded_(options.kind), prefetched_(options.kind), d2h_(options.kind),
-    h2d_(options.kind)
+std::size_t thread_arena::planned_chunk_bytes(std::size_t record_bytes, std::size_t threads,
+                                              thread_tape_options const& options)
 {
   TAPEFLOW_EXPECTS(record_bytes > 0 && record_bytes % record_alignment == 0,
                    "a thread tape record must be a positive multiple of 16 bytes, not " + std::to_string(record_bytes));
@@ -46,32 +43,38 @@ thread_arena::thread_arena(std::size_t record_bytes, std::size_t threads, thread
                    "chunk_steps must be between 1 and 2^20, not " + std::to_string(options.chunk_steps));
   TAPEFLOW_EXPECTS(options.max_steps < u32_max, "max_steps must be below 2^32 - 1, not " +
                                                   std::to_string(options.max_steps));
-  std::size_t const records = layout_.chunk_records();
+  std::size_t const records = thread_tape_layout{threads, options.chunk_steps}.chunk_records();
   TAPEFLOW_EXPECTS(records <= std::numeric_limits<std::size_t>::max() / record_bytes,
                    "a thread tape chunk of " + std::to_string(records) + " records overflows");
-  chunk_bytes_ = records * record_bytes;
+  std::size_t const chunk = records * record_bytes;
+  if (options.device_budget_bytes != 0 && options.device_budget_bytes < chunk) {
+    TAPEFLOW_FAIL_BYTES(budget_error,
+                        "a device budget of " + std::to_string(options.device_budget_bytes) +
+                          " bytes holds no thread-tape chunk of " + std::to_string(chunk) + " bytes (" +
+                          std::to_string(threads) + " threads x " + std::to_string(options.chunk_steps) +
+                          " steps x " + std::to_string(record_bytes) + "-byte records)",
+                        chunk);
+  }
+  return chunk;
+}
 
+thread_arena::thread_arena(std::size_t record_bytes, std::size_t threads, thread_tape_options const& options)
+  : options_(options), layout_{threads, options.chunk_steps}, record_bytes_(record_bytes), chunk_bytes_(0),
+    cap_(static_cast<std::uint32_t>(options.max_steps == 0 ? u32_max : std::min(options.max_steps, u32_max))),
+    status_ready_(options.kind), offloaded_(options.kind), prefetched_(options.kind), d2h_(options.kind),
+    h2d_(options.kind)
+{
+  chunk_bytes_ = planned_chunk_bytes(record_bytes, threads, options);
   std::size_t const max_chunks = (std::size_t{cap_} + options.chunk_steps - 1) / options.chunk_steps;
   if (options.device_budget_bytes != 0) {
     std::size_t const slots = options.device_budget_bytes / chunk_bytes_;
-    if (slots == 0) {
-      TAPEFLOW_FAIL_BYTES(budget_error,
-                          "a device budget of " + std::to_string(options.device_budget_bytes) +
-                            " bytes holds no thread-tape chunk of " + std::to_string(chunk_bytes_) + " bytes (" +
-                            std::to_string(threads) + " threads x " + std::to_string(options.chunk_steps) +
-                            " steps x " + std::to_string(record_bytes) + "-byte records)",
-                          chunk_bytes_);
-    }
     slot_limit_ = slots >= max_chunks ? 0 : slots;  // 0: every chunk the cap allows fits
   }
   if (ring()) {
     lag_ = slot_limit_ >= 2 ? slot_limit_ - 2 : 0;
     distance_ = std::min(options.prefetch_distance, slot_limit_ - 1);
-    for (std::size_t k = 0; k < slot_limit_; ++k) {
-      slot_free_.emplace_back(options.kind);
-      slot_ready_.emplace_back(options.kind);
-      written_.emplace_back(options.kind);
-    }
+    // A slot's events come with its buffer (begin_segment): a budget of millions of small slots
+    // created three events each up front, used or not.
   }
   steps_ = device_buffer(options.kind, threads * sizeof(std::uint32_t), {});
   status_ = device_buffer(options.kind, thread_tape_status_words * sizeof(std::uint32_t), {});
@@ -104,7 +107,21 @@ void* thread_arena::begin_segment(std::size_t k, stream_view s)
   TAPEFLOW_EXPECTS((k + 1) * options_.chunk_steps <= u32_max, "a thread tape's step count overflows 32 bits");
   std::size_t const slot = slot_of(k);
   if (slot == slots_.size()) {
-    slots_.emplace_back(options_.kind, chunk_bytes_, s);
+    // The buffer and (in a ring) its events, each list growing by one only when all are made.
+    device_buffer buffer(options_.kind, chunk_bytes_, s);
+    if (ring()) {
+      event freed(options_.kind);
+      event ready(options_.kind);
+      event written(options_.kind);
+      slot_free_.reserve(slot + 1);
+      slot_ready_.reserve(slot + 1);
+      written_.reserve(slot + 1);
+      slots_.reserve(slot + 1);
+      slot_free_.push_back(std::move(freed));
+      slot_ready_.push_back(std::move(ready));
+      written_.push_back(std::move(written));
+    }
+    slots_.push_back(std::move(buffer));
   } else if (ring()) {
     // The D2H copy of chunk k - K (or a copy left by an earlier tape) is done with the slot.
     slot_free_[slot].wait(s);

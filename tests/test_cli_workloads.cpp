@@ -151,6 +151,15 @@ TEST_F(Cli, PackedLstmGradientIsTheApiGradientAndItsPlanListsEveryLayer)
   expect_same_bits(read<double>("g.bin"), concat<double>({&r.gradient.w, &r.gradient.u, &r.gradient.b}), "lstm");
 }
 
+TEST_F(Cli, Rk4PlansAnArenaOfMillionsOfSlotsWithoutMakingIt)
+{
+  // 2^25 device slots of one 32-lane chunk each: the plan made the arena, and its three events a
+  // slot (7 GB, then out of memory).
+  ASSERT_EQ(run("plan rk4 --particles 1 --max-steps 2147483647 --chunk-steps 1 --budget 32G --backend cpu"), 0)
+    << output_;
+  EXPECT_NE(output_.find("33554432 device slots"), std::string::npos) << output_;
+}
+
 TEST_F(Cli, Rk4GradientIsTheApiGradient)
 {
   std::string const shape = " --particles 40 --max-steps 30 --dt 0.02";

@@ -232,6 +232,29 @@ TEST(ThreadTape, BudgetsAreTypedErrorsWithTheNumbers)
   expect_no_bytes_held();
 }
 
+TEST(ThreadTape, APlannedChunkNeedsNoArenaAndIsCheckedAsTheArenaChecksIt)
+{
+  // A plan asks for the chunk size without making an arena (rk4's plan made one: its buffers,
+  // streams and, for a budget of 2^25 slots, three events each).
+  thread_tape_options o;
+  o.chunk_steps = 8;
+  std::size_t const chunk = thread_tape_layout{70, 8}.chunk_records() * sizeof(toy_record);
+  EXPECT_EQ(thread_arena::planned_chunk_bytes(sizeof(toy_record), 70, o), chunk);
+  {
+    thread_arena const arena(sizeof(toy_record), 70, o);
+    EXPECT_EQ(arena.chunk_bytes(), chunk);
+  }
+  o.device_budget_bytes = chunk - 1;
+  EXPECT_THROW(static_cast<void>(thread_arena::planned_chunk_bytes(sizeof(toy_record), 70, o)), budget_error);
+  o.device_budget_bytes = chunk;
+  EXPECT_EQ(thread_arena::planned_chunk_bytes(sizeof(toy_record), 70, o), chunk);
+  EXPECT_THROW(static_cast<void>(thread_arena::planned_chunk_bytes(8, 70, o)), logic_error);
+  EXPECT_THROW(static_cast<void>(thread_arena::planned_chunk_bytes(sizeof(toy_record), 0, o)), logic_error);
+  o.chunk_steps = 0;
+  EXPECT_THROW(static_cast<void>(thread_arena::planned_chunk_bytes(sizeof(toy_record), 70, o)), logic_error);
+  expect_no_bytes_held();
+}
+
 TEST(ThreadTape, ReverseWithoutForwardIsALogicError)
 {
   thread_tape<toy_record> tape(8, thread_tape_options{});

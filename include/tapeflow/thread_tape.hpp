@@ -84,6 +84,11 @@ class thread_arena {
   /// Waits for the copy streams, then frees everything.
   ~thread_arena();
 
+  /// The bytes of one chunk an arena of these arguments would have, checked as the constructor
+  /// checks them (the same errors), allocating nothing: for plans.
+  [[nodiscard]] static std::size_t planned_chunk_bytes(std::size_t record_bytes, std::size_t threads,
+                                                       thread_tape_options const& options);
+
   [[nodiscard]] thread_tape_layout layout() const noexcept { return layout_; }
   [[nodiscard]] backend kind() const noexcept { return options_.kind; }
   [[nodiscard]] std::size_t chunk_bytes() const noexcept { return chunk_bytes_; }

@@ -122,20 +122,20 @@ struct description {
                  " steps x " + std::to_string(record) + " B, allocated whole"};
       return r;
     }
-    thread_arena const arena(record, p.particles, arena_options(p, o));
+    // The chunk size as an arena would have it, without making one (its buffers, streams, events).
+    std::size_t const chunk_bytes = thread_arena::planned_chunk_bytes(record, p.particles, arena_options(p, o));
     std::size_t const chunks = (p.max_steps + o.chunk_steps - 1) / o.chunk_steps;
-    std::size_t const slots =
-      o.device_budget_bytes == 0 ? chunks : std::min(chunks, o.device_budget_bytes / arena.chunk_bytes());
+    std::size_t const slots = o.device_budget_bytes == 0 ? chunks : std::min(chunks, o.device_budget_bytes / chunk_bytes);
     thread_tape_stats a;
     a.threads = p.particles;
     a.chunk_steps = o.chunk_steps;
     a.record_bytes = record;
-    a.chunk_bytes = arena.chunk_bytes();
+    a.chunk_bytes = chunk_bytes;
     a.chunks = chunks;
     a.device_slots = slots;
     a.max_steps = p.max_steps;
     r.arena = a;
-    r.tape_bytes = chunks * arena.chunk_bytes();
+    r.tape_bytes = chunks * chunk_bytes;
     r.notes = {"arena: chunks of " + std::to_string(o.chunk_steps) + " steps of " + std::to_string(p.particles) +
                  " particles (in whole warps of 32) x " + std::to_string(record) + " B; at most " +
                  std::to_string(chunks) + " chunks",

@@ -101,6 +101,7 @@ std::optional<tier_plan> host_plan(tier_request const& r, summary const& s, bool
   if (budget != 0) { max_slots = std::min(max_slots, budget / s.largest); }
 
   std::optional<tier_plan> best;
+  bool jumped = false;
   for (std::size_t slots = 1; slots <= max_slots; ++slots) {
     tier_plan plan;
     plan.policy = tape_policy::offload;
@@ -139,7 +140,24 @@ std::optional<tier_plan> host_plan(tier_request const& r, summary const& s, bool
     if (r.budgets.host_bytes != 0 && plan.host_bytes > r.budgets.host_bytes) { continue; }
     plan.overhead_ms = std::max(d2h_latency, d2h - s.forward_ms) + std::max(h2d_latency, h2d - s.reverse_ms);
     // Ties go to the bigger ring: more lookahead absorbs jitter the model does not see.
+    double const plan_cost = plan.overhead_ms;
     if (!best || plan.overhead_ms <= best->overhead_ms) { best = std::move(plan); }
+    // A bigger ring cannot be cheaper once, in each direction, the copies' latency is no more than
+    // what their total time costs (or is nothing): a bigger ring pushes layers off the device, so
+    // the total only grows, and latency was all it could win back. Where that leaves a cost, it
+    // ties only while the same layers stay on the device, so the last ring that keeps them is the
+    // one to take, and nothing after it. (Trying every ring, each over every layer, took half a
+    // minute for 10^5 layers whose copies are far slower than a reverse.)
+    bool const copy_bound = d2h_latency <= std::max(d2h - s.forward_ms, 0.0) &&
+                            h2d_latency <= std::max(h2d - s.reverse_ms, 0.0) && plan_cost > 0;
+    if (copy_bound && !jumped) {
+      std::size_t const same = all_host || budget == 0 ? max_slots : std::min(max_slots, (budget - kept) / s.largest);
+      if (same <= slots) { break; }
+      slots = same - 1;  // the loop's increment evaluates that ring next, and then stops
+      jumped = true;
+    } else if (jumped) {
+      break;
+    }
   }
   if (best) { finish(*best, r.layers); }
   return best;

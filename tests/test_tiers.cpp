@@ -95,6 +95,28 @@ TEST(TierPlanner, OffloadUsesARingThatFitsTheBudget)
   EXPECT_THROW(static_cast<void>(plan_tiers(r)), budget_error);
 }
 
+TEST(TierPlanner, ACopyBoundRingTakesTheLastRingThatTiesWithoutTryingEach)
+{
+  // Copies of 4 MiB at 1 GB/s (4.2 ms) behind reverses of 1 ns: the copy engine is the
+  // bottleneck from a lead of two layers on. Forced offload without a budget sends every layer to
+  // the host, so every bigger ring ties, up to one of every layer; the planner jumps there instead
+  // of trying each ring over every layer (10^5 layers: half a minute).
+  tier_request r = chain_request(tape_policy::offload, 3000, 0);
+  for (layer_info& l : r.layers) { l.reverse_ms = 1e-6; }
+  r.bw.h2d_GBps = r.bw.d2h_GBps = 1.0;
+  tier_plan const p = plan_tiers(r);
+  EXPECT_EQ(p.count(tier::host), 3000u);
+  EXPECT_EQ(p.ring_slots, 3000u);
+  double const copy = static_cast<double>(4 * MiB) / 1e6;
+  EXPECT_NEAR(p.overhead_ms, 3000 * copy - 3000 * 1.0 + 3000 * copy - 3000 * 1e-6, 1e-6);
+  // With a budget of 100 layers, the most slots it holds.
+  r.budgets.device_bytes = 100 * 4 * MiB;
+  tier_plan const q = plan_tiers(r);
+  EXPECT_EQ(q.ring_slots, 100u);
+  EXPECT_EQ(q.count(tier::host), 3000u);
+  EXPECT_NEAR(q.overhead_ms, p.overhead_ms, 1e-6);
+}
+
 TEST(TierPlanner, SlowCopiesGetALongerPrefetchDistance)
 {
   tier_request fast = chain_request(tape_policy::offload, 20, 0);

@@ -300,12 +300,24 @@ std::vector<bool> greedy_eviction(std::vector<layer_info> const& layers, std::si
   std::vector<bool> evicted(layers.size(), false);
   std::vector<std::size_t> resident;
   std::size_t bytes = 0;
+  // Layers all alike (bytes and cost) score by staleness alone: the oldest resident goes first,
+  // the search below in its order, without scanning every resident layer per eviction (which made
+  // 10^5 layers take 20 s).
+  bool const alike = std::all_of(layers.begin(), layers.end(), [&](layer_info const& l) {
+    return l.tape_bytes == layers.front().tape_bytes && l.forward_ms == layers.front().forward_ms;
+  });
+  std::size_t oldest = 0;  // alike: resident[oldest..] are resident
   for (std::size_t now = 0; now < layers.size(); ++now) {
     if (layers[now].tape_bytes > device_budget) {
       TAPEFLOW_FAIL_BYTES(budget_error,
                           "layer " + std::to_string(now) + " alone needs " + std::to_string(layers[now].tape_bytes) +
                             " bytes; the device budget is " + std::to_string(device_budget),
                           layers[now].tape_bytes);
+    }
+    while (alike && bytes + layers[now].tape_bytes > device_budget) {
+      std::size_t const victim = resident[oldest++];
+      bytes -= layers[victim].tape_bytes;
+      evicted[victim] = true;
     }
     while (bytes + layers[now].tape_bytes > device_budget) {
       // h = cost / (bytes * staleness): cheap, large, long-untouched layers go first.

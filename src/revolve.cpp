@@ -66,9 +66,9 @@ namespace {
 /// storing the state, of those that reverse the whole in t(l, s) untaped steps.
 ///
 /// With r = revolve_repetitions(l, s) and beta(s, r) = C(s + r, s) (the most steps s snapshots
-/// reverse with r repetitions; 0 for r < 0), a split m costs f(m) = m + t(m, s) + t(l - m, s - 1). Where
-/// beta(s, r - 2) <= m <= beta(s, r - 1) and beta(s - 1, r - 1) <= l - m <= beta(s - 1, r), the
-/// left part takes r - 1 repetitions and the right r, so f(m) = r l - beta(s + 1, r - 2) -
+/// reverse with r repetitions; 0 for r < 0), a split m costs f(m) = m + t(m, s) + t(l - m, s - 1).
+/// Where beta(s, r - 2) <= m <= beta(s, r - 1) and beta(s - 1, r - 1) <= l - m <= beta(s - 1, r),
+/// the left part takes r - 1 repetitions and the right r, so f(m) = r l - beta(s + 1, r - 2) -
 /// beta(s, r - 1) = r l - beta(s + 1, r - 1) = t(l, s) (Pascal's rule): every such m is optimal,
 /// and these ranges meet because beta(s, r - 1) < l <= beta(s, r - 1) + beta(s - 1, r). Below the
 /// larger of the two lower bounds f falls by at least 1 per step (the left part's repetitions are

@@ -62,6 +62,9 @@ std::size_t revolve_forward_steps(std::size_t l, std::size_t s)
 
 namespace {
 
+/// A store or a restore: a copy of the state, which the tier planner prices.
+bool copies_state(revolve_action const& a) noexcept { return a.op == revolve_op::store || a.op == revolve_op::restore; }
+
 /// The first split of l >= 2 steps with s >= 2 snapshots: the fewest steps m to advance before
 /// storing the state, of those that reverse the whole in t(l, s) untaped steps.
 ///
@@ -191,7 +194,7 @@ std::size_t revolve_state_copies(std::size_t l, std::size_t s)
 {
   std::size_t copies = 0;
   visit_revolve_schedule(l, s, [&copies](revolve_action const& a) {
-    copies += a.op == revolve_op::store || a.op == revolve_op::restore ? 1 : 0;
+    copies += copies_state(a) ? 1 : 0;
   });
   return copies;
 }
@@ -209,7 +212,7 @@ std::size_t count_state_copies(std::vector<revolve_action> const& schedule) noex
 {
   std::size_t copies = 0;
   for (revolve_action const& a : schedule) {
-    if (a.op == revolve_op::store || a.op == revolve_op::restore) { ++copies; }
+    if (copies_state(a)) { ++copies; }
   }
   return copies;
 }
